@@ -1,0 +1,80 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Logger } from 'pino'
+import type { Config } from './config.js'
+import { createGateway, type Gateway, type GatewayOptions } from './gateway.js'
+import { installErrorHandling } from './http/error-handler.js'
+import { tokenRoute } from './routes/token.js'
+import { invalidateRoute } from './routes/invalidate.js'
+import { verifyRoute } from './routes/verify.js'
+import { operationsRoutes } from './routes/operations.js'
+import { adminRoutes } from './routes/admin/index.js'
+
+/**
+ * The application as a Fastify plugin: routes, error handling and request metrics over a
+ * gateway. It never listens; `server.ts` does.
+ */
+export default async function app(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): Promise<void> {
+  installErrorHandling(fastify)
+  countRequests(fastify, gateway)
+  // Only JSON bodies: any other content type is a 415 (the verify routes accept anything).
+  fastify.removeContentTypeParser('text/plain')
+
+  await fastify.register(tokenRoute, { gateway })
+  await fastify.register(invalidateRoute, { gateway })
+  await fastify.register(verifyRoute, { gateway })
+  await fastify.register(operationsRoutes, { gateway })
+  await fastify.register(adminRoutes, { gateway, prefix: '/admin/v1' })
+}
+
+/** Fastify's own options for this service: body limit, strict validation, our logger. */
+export function fastifyOptions(config: Config, logger: Logger): FastifyServerOptions {
+  return {
+    loggerInstance: logger,
+    bodyLimit: config.bodyLimitBytes,
+    // Per-request logs would cost more than the verification itself; /metrics counts requests.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    ajv: {
+      // A number where a string is expected is a 400, not silently "123".
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false },
+    },
+  }
+}
+
+export interface BuiltApp {
+  app: FastifyInstance
+  gateway: Gateway
+}
+
+/** A ready app over a new gateway; closing the app closes the gateway. */
+export async function buildApp(config: Config, options: GatewayOptions): Promise<BuiltApp> {
+  const gateway = await createGateway(config, options)
+  const fastify = Fastify(fastifyOptions(config, options.logger)).withTypeProvider<TypeBoxTypeProvider>()
+  fastify.addHook('onClose', async () => gateway.close())
+  try {
+    await fastify.register(app, { gateway })
+    await fastify.ready()
+  } catch (error) {
+    await fastify.close().catch(() => {})
+    throw error
+  }
+  return { app: fastify, gateway }
+}
+
+function countRequests(fastify: FastifyInstance, gateway: Gateway): void {
+  const count = gateway.metrics.counter('chat_auth_http_requests_total', 'HTTP requests by route, method and status')
+  // One labels object per series, so the hot path allocates nothing.
+  const labelSets = new Map<string, { route: string; method: string; status: number }>()
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    const key = route + ' ' + request.method + ' ' + reply.statusCode
+    let labels = labelSets.get(key)
+    if (labels === undefined) {
+      labels = { route, method: request.method, status: reply.statusCode }
+      if (labelSets.size < 1000) labelSets.set(key, labels)
+    }
+    count(labels)
+    done()
+  })
+}

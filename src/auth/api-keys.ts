@@ -1,0 +1,22 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { ApiKeyState } from '../store/store.js'
+
+const SECRET_BYTES = 32
+
+/** A new key: the public id and the secret that is shown once and stored only as a hash. */
+export function generateApiKey(): { keyId: string; keySecret: string; secretHash: Buffer } {
+  const keyId = 'ak_' + randomBytes(12).toString('base64url')
+  const keySecret = 'sk_' + randomBytes(SECRET_BYTES).toString('base64url')
+  return { keyId, keySecret, secretHash: hashSecret(keySecret) }
+}
+
+/** SHA-256: the secret is 256 random bits, so a slow password hash would only cost throughput. */
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest()
+}
+
+/** Constant-time in the secret: both sides are 32-byte digests. */
+export function secretMatches(key: ApiKeyState, secret: string): boolean {
+  const candidate = hashSecret(secret)
+  return candidate.length === key.secretHash.length && timingSafeEqual(candidate, key.secretHash)
+}

@@ -1,0 +1,113 @@
+import { denials, type Denial } from '../errors.js'
+import type { Keyring } from '../jwt/keyring.js'
+import type { States } from '../cache/states.js'
+import { isUuid } from '../store/store.js'
+
+/** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
+export interface Identity {
+  user: { id: string; externalId: string; companyId: string; agentId: string }
+  agent: { id: string; name: string; active: boolean }
+  tokenVersion: number
+  /** seconds since the epoch */
+  exp: number
+}
+
+export type Verdict = { ok: true; identity: Identity } | { ok: false; denial: Denial }
+
+export type VerifyToken = (token: string | undefined) => Promise<Verdict>
+
+export interface VerifierOptions {
+  keyring: Keyring
+  states: States
+  clockToleranceSeconds: number
+  /** counts every outcome by its code ('OK' for an accepted token) */
+  onOutcome?: (code: string) => void
+  now?: () => number
+}
+
+/**
+ * The checks of SPEC §3.3, in their order; the first failure decides. No HTTP here: the
+ * verify endpoint and the in-process Fastify plugin both call this. A store that cannot
+ * answer makes it throw StoreUnavailableError, which callers turn into 503, never into
+ * an allow.
+ */
+export function createTokenVerifier(options: VerifierOptions): VerifyToken {
+  const { keyring, states, clockToleranceSeconds } = options
+  const count = options.onOutcome ?? (() => {})
+  const now = options.now ?? Date.now
+  const deny = (denial: Denial): Verdict => {
+    count(denial.code)
+    return { ok: false, denial }
+  }
+
+  return async function verifyToken(token) {
+    // 0. a Bearer token is present
+    if (token === undefined || token === '') return deny(denials.missingToken)
+
+    // 1. signature valid, well-formed, algorithm allowed, known kid
+    const claims = wellFormed(keyring.verify(token))
+    if (claims === undefined) return deny(denials.invalidToken)
+
+    // 2. not expired
+    if (now() / 1000 >= claims.exp + clockToleranceSeconds) return deny(denials.expired)
+
+    // 3. customer user exists and is active
+    const user = isUuid(claims.sub) ? await states.user(claims.sub) : undefined
+    if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
+
+    // 4. tokenVersion equals the user's token_version
+    if (claims.tokenVersion !== user.tokenVersion) return deny(denials.revoked)
+
+    // 5. the user's company is the token's company
+    if (user.companyId !== claims.companyId) return deny(denials.companyMismatch)
+
+    // 6. the token's agent exists, belongs to that company, and is active
+    const agent = isUuid(claims.agentId) ? await states.agent(claims.agentId) : undefined
+    if (agent === undefined || agent.companyId !== user.companyId || !agent.active) return deny(denials.agentInactive)
+
+    count('OK')
+    return {
+      ok: true,
+      identity: {
+        user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },
+        agent: { id: agent.id, name: agent.name, active: agent.active },
+        tokenVersion: user.tokenVersion,
+        exp: claims.exp,
+      },
+    }
+  }
+}
+
+interface VerifiedClaims {
+  sub: string
+  tokenVersion: number
+  companyId: string
+  agentId: string
+  exp: number
+}
+
+/** A token signed by one of our keys still needs the claims of SPEC §3.1, of the right types. */
+function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims | undefined {
+  if (claims === undefined) return undefined
+  const { sub, tokenVersion, companyId, agentId, exp } = claims
+  if (
+    typeof sub !== 'string' ||
+    typeof companyId !== 'string' ||
+    typeof agentId !== 'string' ||
+    typeof exp !== 'number' ||
+    !Number.isFinite(exp) ||
+    !Number.isSafeInteger(tokenVersion) ||
+    (tokenVersion as number) < 0
+  ) {
+    return undefined
+  }
+  return claims as unknown as VerifiedClaims
+}
+
+/** `Authorization: Bearer <jwt>` → the jwt; anything else → undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined || header.length < 8) return undefined
+  if (header.charCodeAt(6) !== 32 || header.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  const token = header.slice(7).trim()
+  return token === '' ? undefined : token
+}

@@ -1,0 +1,269 @@
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+
+/**
+ * The whole configuration, read and checked once at boot. Nothing else in the
+ * service reads `process.env`: everything downstream receives this object.
+ */
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl: string | undefined
+  redisUrl: string | undefined
+  /** undefined → generated at boot and printed once */
+  adminToken: string | undefined
+  jwt: JwtConfig
+  tokenMaxTtlSeconds: number
+  logLevel: LogLevel
+  bodyLimitBytes: number
+  /** users, agents and API keys each held in an LRU of this many entries */
+  cacheSize: number
+  /** how long a node trusts its cache after the channel last proved itself alive */
+  leaseMs: number
+  /** first run on an empty store creates a demo company, agent and key */
+  seedDemo: boolean
+}
+
+export type JwtAlgorithm = 'HS256' | 'ES256' | 'EdDSA' | 'RS256'
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+/** One signing or verifying key as configured; `kid` is derived when absent. */
+export interface JwtKeyConfig {
+  alg: JwtAlgorithm
+  kid?: string
+  /** HS256 shared secret */
+  secret?: string
+  /** PEM private key (signs; its public half verifies) */
+  privateKey?: string
+  /** PEM public key (verifies only: a retired asymmetric key) */
+  publicKey?: string
+}
+
+export interface JwtConfig {
+  /** first key signs, all verify; empty → a generated HS256 key kept in the store */
+  keys: JwtKeyConfig[]
+  issuer: string | undefined
+  audience: string | undefined
+  clockToleranceSeconds: number
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`)
+    this.name = 'ConfigError'
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const ALGORITHMS: readonly JwtAlgorithm[] = ['HS256', 'ES256', 'EdDSA', 'RS256']
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const MIN_SECRET_BYTES = 32
+
+/** The variables this service reads; docker-compose and the README are checked against it. */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'ADMIN_TOKEN',
+  'JWT_SECRET',
+  'JWT_ALGORITHM',
+  'JWT_PRIVATE_KEY',
+  'JWT_PRIVATE_KEY_FILE',
+  'JWT_KEYS',
+  'JWT_KEYS_FILE',
+  'JWT_ISSUER',
+  'JWT_AUDIENCE',
+  'JWT_CLOCK_TOLERANCE',
+  'TOKEN_MAX_TTL',
+  'LOG_LEVEL',
+  'BODY_LIMIT',
+  'CACHE_SIZE',
+  'CACHE_LEASE_MS',
+  'SEED_DEMO',
+] as const
+
+export function loadConfig(env: Env = process.env): Config {
+  const read = (name: (typeof CONFIG_VARIABLES)[number]): string | undefined => {
+    const value = env[name]
+    return value === undefined || value.trim() === '' ? undefined : value.trim()
+  }
+
+  return {
+    port: integer('PORT', read('PORT'), 3000, 0, 65535),
+    host: read('HOST') ?? '127.0.0.1',
+    dataDir: dataDir(read('DATA_DIR') ?? './data'),
+    databaseUrl: url('DATABASE_URL', read('DATABASE_URL'), ['postgres:', 'postgresql:']),
+    redisUrl: url('REDIS_URL', read('REDIS_URL'), ['redis:', 'rediss:']),
+    adminToken: adminToken(read('ADMIN_TOKEN')),
+    jwt: {
+      keys: jwtKeys(read),
+      issuer: read('JWT_ISSUER'),
+      audience: read('JWT_AUDIENCE'),
+      clockToleranceSeconds: integer('JWT_CLOCK_TOLERANCE', read('JWT_CLOCK_TOLERANCE'), 0, 0, 3600),
+    },
+    tokenMaxTtlSeconds: duration('TOKEN_MAX_TTL', read('TOKEN_MAX_TTL') ?? '30d'),
+    logLevel: oneOf('LOG_LEVEL', read('LOG_LEVEL') ?? 'info', LOG_LEVELS),
+    bodyLimitBytes: integer('BODY_LIMIT', read('BODY_LIMIT'), 16 * 1024, 1024, 1024 * 1024),
+    cacheSize: integer('CACHE_SIZE', read('CACHE_SIZE'), 1_000_000, 100, 50_000_000),
+    leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
+    seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
+  }
+}
+
+const DURATION = /^([1-9][0-9]{0,8})([mhd])$/
+const UNIT_SECONDS = { m: 60, h: 3600, d: 86400 } as const
+
+/** `<positive integer><m|h|d>` → seconds, or undefined when malformed. */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text)
+  if (!match) return undefined
+  return Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS]
+}
+
+function duration(name: string, text: string): number {
+  const seconds = parseDuration(text)
+  if (seconds === undefined) throw new ConfigError(name, `expected <positive integer><m|h|d> such as 30d, got "${text}"`)
+  return seconds
+}
+
+function integer(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback
+  if (!/^[0-9]+$/.test(text)) throw new ConfigError(name, `expected an integer, got "${text}"`)
+  const value = Number(text)
+  if (value < min || value > max) throw new ConfigError(name, `expected ${min}..${max}, got ${value}`)
+  return value
+}
+
+function boolean(name: string, text: string | undefined, fallback: boolean): boolean {
+  if (text === undefined) return fallback
+  if (/^(1|true|yes|on)$/i.test(text)) return true
+  if (/^(0|false|no|off)$/i.test(text)) return false
+  throw new ConfigError(name, `expected true or false, got "${text}"`)
+}
+
+function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(text)) return text as T
+  throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got "${text}"`)
+}
+
+function url(name: string, text: string | undefined, protocols: string[]): string | undefined {
+  if (text === undefined) return undefined
+  let parsed: URL
+  try {
+    parsed = new URL(text)
+  } catch {
+    throw new ConfigError(name, 'not a valid URL')
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`)
+  }
+  return text
+}
+
+/** A folder for PGlite, or `memory://` for a store that lives and dies with the process. */
+function dataDir(text: string): string {
+  return text.startsWith('memory://') ? text : resolve(text)
+}
+
+function adminToken(text: string | undefined): string | undefined {
+  if (text !== undefined && Buffer.byteLength(text) < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters')
+  }
+  return text
+}
+
+function jwtKeys(read: (name: (typeof CONFIG_VARIABLES)[number]) => string | undefined): JwtKeyConfig[] {
+  const sources = ['JWT_SECRET', 'JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE', 'JWT_KEYS', 'JWT_KEYS_FILE'] as const
+  const given = sources.filter((name) => read(name) !== undefined)
+  if (given.length > 1) throw new ConfigError(given[1]!, `set only one of ${sources.join(', ')}; ${given.join(' and ')} are both set`)
+  const algorithm = oneOf('JWT_ALGORITHM', read('JWT_ALGORITHM') ?? 'HS256', ALGORITHMS)
+
+  const secret = read('JWT_SECRET')
+  if (secret !== undefined) {
+    if (algorithm !== 'HS256') throw new ConfigError('JWT_ALGORITHM', 'JWT_SECRET is an HS256 secret; use JWT_PRIVATE_KEY for ' + algorithm)
+    return [checkKey('JWT_SECRET', { alg: 'HS256', secret })]
+  }
+
+  const privateKey = read('JWT_PRIVATE_KEY') ?? fileContent('JWT_PRIVATE_KEY_FILE', read('JWT_PRIVATE_KEY_FILE'))
+  if (privateKey !== undefined) {
+    if (algorithm === 'HS256') throw new ConfigError('JWT_ALGORITHM', 'a private key needs ES256, EdDSA or RS256')
+    return [checkKey('JWT_PRIVATE_KEY', { alg: algorithm, privateKey: privateKey.replace(/\\n/g, '\n') })]
+  }
+
+  const keysJson = read('JWT_KEYS') ?? fileContent('JWT_KEYS_FILE', read('JWT_KEYS_FILE'))
+  if (keysJson !== undefined) {
+    const name = read('JWT_KEYS') !== undefined ? 'JWT_KEYS' : 'JWT_KEYS_FILE'
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(keysJson)
+    } catch {
+      throw new ConfigError(name, 'not valid JSON')
+    }
+    if (!Array.isArray(parsed) || parsed.length === 0) throw new ConfigError(name, 'expected a non-empty JSON array of keys')
+    const keys = parsed.map((entry, index) => keyFromJson(name, index, entry))
+    if (keys[0]!.publicKey !== undefined) throw new ConfigError(name, 'the first key signs, so it needs a secret or a privateKey')
+    return keys
+  }
+  return []
+}
+
+function keyFromJson(name: string, index: number, entry: unknown): JwtKeyConfig {
+  const where = `${name}[${index}]`
+  if (typeof entry !== 'object' || entry === null) throw new ConfigError(name, `${where} is not an object`)
+  const record = entry as Record<string, unknown>
+  const alg = record.alg ?? 'HS256'
+  if (typeof alg !== 'string' || !(ALGORITHMS as readonly string[]).includes(alg)) {
+    throw new ConfigError(name, `${where}.alg must be one of ${ALGORITHMS.join(', ')}`)
+  }
+  const key: JwtKeyConfig = { alg: alg as JwtAlgorithm }
+  for (const field of ['kid', 'secret', 'privateKey', 'publicKey'] as const) {
+    const value = record[field]
+    if (value === undefined) continue
+    if (typeof value !== 'string' || value === '') throw new ConfigError(name, `${where}.${field} must be a non-empty string`)
+    key[field] = value
+  }
+  const materials = [key.secret, key.privateKey, key.publicKey].filter((v) => v !== undefined).length
+  if (materials !== 1) throw new ConfigError(name, `${where} needs exactly one of secret, privateKey, publicKey`)
+  if ((key.alg === 'HS256') !== (key.secret !== undefined)) {
+    throw new ConfigError(name, `${where}: HS256 takes a secret, ${key.alg === 'HS256' ? 'not a PEM key' : key.alg + ' takes a PEM key'}`)
+  }
+  return checkKey(where, key, name)
+}
+
+function checkKey(where: string, key: JwtKeyConfig, variable = where): JwtKeyConfig {
+  if (key.secret !== undefined && Buffer.byteLength(key.secret) < MIN_SECRET_BYTES) {
+    throw new ConfigError(variable, `${where === variable ? 'the secret' : where + '.secret'} must be at least ${MIN_SECRET_BYTES} bytes`)
+  }
+  return key
+}
+
+function fileContent(name: string, path: string | undefined): string | undefined {
+  if (path === undefined) return undefined
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ConfigError(name, `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+  }
+}
+
+/** What the admin subcommands of the CLI need: where the node is and the admin token. */
+export interface ClientConfig {
+  url: string
+  adminToken: string | undefined
+}
+
+export function loadClientConfig(env: Env = process.env): ClientConfig {
+  const port = integer('PORT', env.PORT?.trim() || undefined, 3000, 1, 65535)
+  const host = env.HOST?.trim() || '127.0.0.1'
+  return {
+    url: url('CHAT_AUTH_URL', env.CHAT_AUTH_URL?.trim() || undefined, ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    adminToken: env.ADMIN_TOKEN?.trim() || undefined,
+  }
+}

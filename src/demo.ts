@@ -1,0 +1,38 @@
+import type { Gateway } from './gateway.js'
+import { generateApiKey } from './auth/api-keys.js'
+
+export interface DemoData {
+  companyId: string
+  agentId: string
+  keyId: string
+  keySecret: string
+}
+
+/** First run on an empty embedded store: a company, an agent and a key to try the API with. */
+export async function seedDemo(gateway: Gateway): Promise<DemoData | undefined> {
+  const { store } = gateway
+  if ((await store.countCompanies()) > 0) return undefined
+  const company = await store.createCompany('Demo Company')
+  const agent = (await store.createAgent(company.id, 'Demo Agent', true))!
+  const { keyId, keySecret, secretHash } = generateApiKey()
+  await store.createApiKey(company.id, keyId, secretHash, 'demo key')
+  return { companyId: company.id, agentId: agent.id, keyId, keySecret }
+}
+
+export function demoBanner(demo: DemoData, baseUrl: string): string {
+  const body = JSON.stringify({ keyId: demo.keyId, keySecret: demo.keySecret, userId: 'user-42' })
+  return [
+    '',
+    'Demo data created on this empty store (shown once):',
+    `  company  ${demo.companyId}`,
+    `  agent    ${demo.agentId}  (the company's default agent)`,
+    `  keyId    ${demo.keyId}`,
+    `  keySecret ${demo.keySecret}`,
+    '',
+    'Get a token for your end user "user-42":',
+    `  curl -s -X POST ${baseUrl}/rest/v1/auth/token -H 'content-type: application/json' -d '${body}'`,
+    'then verify it:',
+    `  curl -i ${baseUrl}/rest/v1/auth/verify -H "authorization: Bearer <token>"`,
+    '',
+  ].join('\n')
+}

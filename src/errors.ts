@@ -1,0 +1,77 @@
+/**
+ * The one error registry. Every error the service answers with is declared here with
+ * its status, machine code and (where SPEC.md fixes it) its exact message; the error
+ * handler in `http/error-handler.ts` is the only place that turns them into bodies.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+export interface ErrorBody {
+  statusCode: number
+  message: string
+  code: string
+}
+
+const define =
+  (statusCode: number, code: string, message: string, headers?: Record<string, string>) => (): ApiError =>
+    new ApiError(statusCode, code, message, headers)
+
+export const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer error="invalid_token"' }
+const ADMIN_CHALLENGE = { 'www-authenticate': 'Bearer realm="admin"' }
+
+export const errors = {
+  invalidApiCredentials: define(401, 'INVALID_API_CREDENTIALS', 'Invalid API credentials'),
+  invalidExpiresIn: (detail: string) => new ApiError(400, 'INVALID_EXPIRES_IN', detail),
+  agentNotFound: define(400, 'AGENT_NOT_FOUND', 'Agent not found or does not belong to your company'),
+  defaultAgentRequired: define(400, 'AGENT_REQUIRED', 'agentId is required: the company has no default agent'),
+  customerUserInactive: define(403, 'CUSTOMER_USER_INACTIVE', 'Customer user is inactive'),
+  customerUserNotFound: define(400, 'CUSTOMER_USER_NOT_FOUND', 'Customer user not found or does not belong to your company'),
+  invalidAdminToken: define(401, 'INVALID_ADMIN_TOKEN', 'Invalid admin token', ADMIN_CHALLENGE),
+  notFound: (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`),
+  invalidDefaultAgent: define(400, 'INVALID_DEFAULT_AGENT', 'defaultAgentId must be an agent of this company'),
+  validation: (message: string) => new ApiError(400, 'VALIDATION_ERROR', message),
+  invalidJson: define(400, 'INVALID_JSON', 'Request body is not valid JSON'),
+  emptyJson: define(400, 'INVALID_JSON', 'Request body is empty but content-type is application/json'),
+  unsupportedMediaType: define(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'),
+  payloadTooLarge: define(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large'),
+  routeNotFound: (method: string, url: string) => new ApiError(404, 'ROUTE_NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found`),
+  unavailable: define(503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { 'retry-after': '1' }),
+  internal: define(500, 'INTERNAL_ERROR', 'Internal server error'),
+}
+
+/**
+ * The verification denials of SPEC §3.3, in check order. They are data, not
+ * exceptions: the verifier returns them on the hot path without building a stack.
+ */
+export const denials = {
+  missingToken: { code: 'MISSING_BEARER_TOKEN', message: 'Missing bearer token' },
+  invalidToken: { code: 'INVALID_TOKEN', message: 'Invalid token' },
+  expired: { code: 'TOKEN_EXPIRED', message: 'Token has expired' },
+  userNotFoundOrInactive: { code: 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE', message: 'Customer user not found or inactive' },
+  revoked: { code: 'TOKEN_REVOKED', message: 'Token has been revoked' },
+  companyMismatch: { code: 'TOKEN_COMPANY_MISMATCH', message: 'Token company mismatch' },
+  agentInactive: { code: 'AGENT_INACTIVE', message: 'Agent is inactive' },
+} as const
+
+export type Denial = (typeof denials)[keyof typeof denials]
+
+export function denialBody(denial: Denial): ErrorBody {
+  return { statusCode: 401, message: denial.message, code: denial.code }
+}
+
+/** A store (PostgreSQL, PGlite, Redis) cannot answer: the caller answers 503, never allows. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'StoreUnavailableError'
+  }
+}

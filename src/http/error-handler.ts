@@ -1,0 +1,50 @@
+import type { FastifyError, FastifyInstance } from 'fastify'
+import { ApiError, errors, StoreUnavailableError, type ErrorBody } from '../errors.js'
+
+/**
+ * The one place errors become responses: every error body is SPEC's
+ * `{statusCode, message, code}`. 4xx are logged at info, 5xx at error and masked.
+ */
+export function installErrorHandling(fastify: FastifyInstance): void {
+  fastify.setErrorHandler((error, request, reply) => {
+    const apiError = toApiError(error as FastifyError)
+    if (apiError.statusCode >= 500) {
+      request.log.error({ err: error }, apiError.statusCode === 503 ? 'store unavailable' : 'unexpected error')
+    } else {
+      request.log.info({ code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
+    }
+    return reply.code(apiError.statusCode).headers(apiError.headers).send(body(apiError))
+  })
+  fastify.setNotFoundHandler((request, reply) => {
+    const apiError = errors.routeNotFound(request.method, request.url)
+    return reply.code(404).send(body(apiError))
+  })
+}
+
+export function body(error: ApiError): ErrorBody {
+  return { statusCode: error.statusCode, message: error.message, code: error.code }
+}
+
+export function toApiError(error: FastifyError | Error): ApiError {
+  if (error instanceof ApiError) return error
+  if (error instanceof StoreUnavailableError) return errors.unavailable()
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation) return errors.validation(fastifyError.message)
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.payloadTooLarge()
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errors.unsupportedMediaType()
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors.emptyJson()
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return errors.invalidJson()
+  }
+  const status = fastifyError.statusCode
+  if (error instanceof SyntaxError && status === 400) return errors.invalidJson()
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = typeof fastifyError.code === 'string' ? fastifyError.code.replace(/^FST_ERR_/, '').toUpperCase() : 'BAD_REQUEST'
+    return new ApiError(status, code, fastifyError.message)
+  }
+  return errors.internal()
+}

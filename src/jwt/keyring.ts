@@ -1,0 +1,170 @@
+import { createHash, createPrivateKey, createPublicKey, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto'
+import { createSigner, createVerifier } from 'fast-jwt'
+import { ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
+
+/** The claims this service signs; see SPEC §3.1. */
+export interface TokenClaims {
+  sub: string
+  tokenVersion: number
+  companyId: string
+  agentId: string
+  iat: number
+  exp: number
+  jti: string
+  iss?: string
+  aud?: string
+}
+
+export interface PublicJwk extends JsonWebKey {
+  kid: string
+  alg: JwtAlgorithm
+  use: 'sig'
+}
+
+/**
+ * The signing key and every verifying key, built once at boot. The hot path reads the
+ * token's `kid`, picks that key's verifier (which allows exactly that key's algorithm,
+ * so `none` and algorithm confusion never verify) and runs it; fast-jwt caches results
+ * under a hash of the token.
+ */
+export interface Keyring {
+  readonly signingKid: string
+  sign(claims: TokenClaims): string
+  /** The verified claims, or undefined for any token that is not ours and intact. */
+  verify(token: string): Record<string, unknown> | undefined
+  jwks(): { keys: PublicJwk[] }
+}
+
+/** The name under which a generated HS256 key is kept in the store. */
+export const GENERATED_KEY_NAME = 'jwt-hs256-key'
+
+export function generateHs256Secret(): string {
+  return randomBytes(48).toString('base64url')
+}
+
+const MAX_TOKEN_LENGTH = 8192
+const VERIFIER_CACHE_SIZE = 100_000
+const KEY_TYPES: Record<Exclude<JwtAlgorithm, 'HS256'>, { type: string; curve?: string }> = {
+  ES256: { type: 'ec', curve: 'prime256v1' },
+  EdDSA: { type: 'ed25519' },
+  RS256: { type: 'rsa' },
+}
+
+interface BuiltKey {
+  kid: string
+  alg: JwtAlgorithm
+  verify: (token: string) => Record<string, unknown>
+  jwk: PublicJwk | undefined
+  signingMaterial: string | undefined
+}
+
+export function createKeyring(config: JwtConfig, keys: JwtKeyConfig[]): Keyring {
+  if (keys.length === 0) throw new ConfigError('JWT_SECRET', 'no JWT key configured')
+  const built = keys.map((key, index) => buildKey(key, index, config))
+  const byKid = new Map<string, BuiltKey>()
+  for (const key of built) {
+    if (byKid.has(key.kid)) throw new ConfigError('JWT_KEYS', `two keys share the kid "${key.kid}"`)
+    byKid.set(key.kid, key)
+  }
+  const signing = built[0]!
+  const signer = createSigner({
+    key: signing.signingMaterial!,
+    algorithm: signing.alg,
+    kid: signing.kid,
+  })
+  // A token's header segment repeats for every token of a key; remember which key it names.
+  const keyByHeader = new Map<string, BuiltKey>()
+
+  return {
+    signingKid: signing.kid,
+    sign: (claims) => signer(claims),
+    verify(token) {
+      if (token.length > MAX_TOKEN_LENGTH) return undefined
+      const dot = token.indexOf('.')
+      if (dot <= 0) return undefined
+      const header = token.slice(0, dot)
+      let key = keyByHeader.get(header)
+      if (key === undefined) {
+        key = keyForHeader(header, byKid)
+        if (key === undefined) return undefined
+        if (keyByHeader.size < 256) keyByHeader.set(header, key)
+      }
+      try {
+        return key.verify(token)
+      } catch {
+        return undefined
+      }
+    },
+    jwks: () => ({ keys: built.flatMap((key) => (key.jwk ? [key.jwk] : [])) }),
+  }
+}
+
+function keyForHeader(segment: string, byKid: Map<string, BuiltKey>): BuiltKey | undefined {
+  let header: unknown
+  try {
+    header = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
+  } catch {
+    return undefined
+  }
+  if (typeof header !== 'object' || header === null) return undefined
+  const { kid, alg } = header as { kid?: unknown; alg?: unknown }
+  if (typeof kid !== 'string') return undefined
+  const key = byKid.get(kid)
+  return key !== undefined && key.alg === alg ? key : undefined
+}
+
+function buildKey(key: JwtKeyConfig, index: number, config: JwtConfig): BuiltKey {
+  const variable = index === 0 && key.secret !== undefined ? 'JWT_SECRET' : key.privateKey !== undefined ? 'JWT_PRIVATE_KEY' : 'JWT_KEYS'
+  const verifierOptions = {
+    algorithms: [key.alg],
+    cache: VERIFIER_CACHE_SIZE,
+    // Expiry is checked by the verifier of SPEC §3.3 after the claims are known to be well-formed.
+    ignoreExpiration: true,
+    ignoreNotBefore: false,
+    ...(config.issuer !== undefined ? { allowedIss: config.issuer } : {}),
+    ...(config.audience !== undefined ? { allowedAud: config.audience } : {}),
+  }
+
+  if (key.alg === 'HS256') {
+    const secret = key.secret!
+    const kid = key.kid ?? 'hs-' + createHash('sha256').update('chat-auth kid\0').update(secret).digest('base64url').slice(0, 16)
+    return { kid, alg: 'HS256', verify: createVerifier({ ...verifierOptions, key: secret }), jwk: undefined, signingMaterial: secret }
+  }
+
+  let publicKey: KeyObject
+  let privatePem: string | undefined
+  try {
+    if (key.privateKey !== undefined) {
+      const privateKey = createPrivateKey(key.privateKey)
+      privatePem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+      publicKey = createPublicKey(privateKey)
+    } else {
+      publicKey = createPublicKey(key.publicKey!)
+    }
+  } catch (error) {
+    throw new ConfigError(variable, `key ${index} is not a readable PEM key: ${(error as Error).message}`)
+  }
+  const expected = KEY_TYPES[key.alg]
+  const curve = publicKey.asymmetricKeyDetails?.namedCurve
+  if (publicKey.asymmetricKeyType !== expected.type || (expected.curve !== undefined && curve !== expected.curve)) {
+    throw new ConfigError(variable, `key ${index} is a ${publicKey.asymmetricKeyType}${curve ? ' ' + curve : ''} key, not one for ${key.alg}`)
+  }
+  const jwk = publicKey.export({ format: 'jwk' })
+  const kid = key.kid ?? thumbprint(jwk)
+  const publicPem = publicKey.export({ format: 'pem', type: 'spki' }).toString()
+  return {
+    kid,
+    alg: key.alg,
+    verify: createVerifier({ ...verifierOptions, key: publicPem }),
+    jwk: { ...jwk, kid, alg: key.alg, use: 'sig' },
+    signingMaterial: privatePem,
+  }
+}
+
+/** RFC 7638 JWK thumbprint: the same key gives the same kid on every node. */
+function thumbprint(jwk: JsonWebKey): string {
+  const required: Record<string, string[]> = { EC: ['crv', 'kty', 'x', 'y'], OKP: ['crv', 'kty', 'x'], RSA: ['e', 'kty', 'n'] }
+  const members = required[jwk.kty as string] ?? []
+  const canonical = JSON.stringify(Object.fromEntries(members.map((name) => [name, (jwk as Record<string, unknown>)[name]])))
+  return createHash('sha256').update(canonical).digest('base64url')
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { Gateway } from './gateway.js'
+import { bearerToken, type Identity } from './auth/verify.js'
+import { BEARER_CHALLENGE, denialBody, errors } from './errors.js'
+import { body } from './http/error-handler.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** preHandler that admits a request only with a valid chat token (SPEC §3.3 checks). */
+    requireChatToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  }
+  interface FastifyRequest {
+    /** the verified identity, set by `requireChatToken` */
+    chatAuth: Identity | null
+  }
+}
+
+export interface ChatAuthPluginOptions {
+  gateway: Gateway
+}
+
+/**
+ * For a Node chat backend that verifies in-process, against the same stores and caches
+ * as the gateway: `app.register(chatAuthPlugin, { gateway })`, then
+ * `{ preHandler: app.requireChatToken }` on the routes to protect.
+ */
+const plugin: FastifyPluginAsync<ChatAuthPluginOptions> = async (fastify: FastifyInstance, { gateway }) => {
+  fastify.decorateRequest('chatAuth', null)
+  fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
+    let verdict
+    try {
+      verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
+    } catch (error) {
+      request.log.error({ err: error }, 'verification could not be decided')
+      return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+    }
+    if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
+    request.chatAuth = verdict.identity
+  })
+}
+
+// What fastify-plugin does: the decorators are visible to the registering scope.
+;(plugin as unknown as Record<symbol, unknown>)[Symbol.for('skip-override')] = true
+;(plugin as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')] = 'chat-auth'
+
+export const chatAuthPlugin = plugin

@@ -1,0 +1,47 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Gateway } from '../../gateway.js'
+import { errors } from '../../errors.js'
+import { isUuid } from '../../store/store.js'
+import { errorResponses, Text } from '../../http/schemas.js'
+import { Agent, agentBody } from './schemas.js'
+
+export const agentRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
+  const { store, bus } = gateway
+
+  fastify.post(
+    '/companies/:companyId/agents',
+    {
+      schema: {
+        params: Type.Object({ companyId: Type.String() }),
+        body: Type.Object({ name: Text(200), active: Type.Optional(Type.Boolean()) }),
+        response: { 201: Agent, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { companyId } = request.params
+      const agent = isUuid(companyId) ? await store.createAgent(companyId, request.body.name, request.body.active ?? true) : undefined
+      if (agent === undefined) throw errors.notFound('Company')
+      return reply.code(201).send(agentBody(agent))
+    },
+  )
+
+  fastify.patch(
+    '/agents/:agentId',
+    {
+      schema: {
+        params: Type.Object({ agentId: Type.String() }),
+        body: Type.Object({ name: Type.Optional(Text(200)), active: Type.Optional(Type.Boolean()) }),
+        response: { 200: Agent, ...errorResponses(400, 401, 404, 503) },
+      },
+    },
+    async (request) => {
+      const { agentId } = request.params
+      const agent = isUuid(agentId) ? await store.updateAgent(agentId, request.body) : undefined
+      if (agent === undefined) throw errors.notFound('Agent')
+      // Deactivation takes effect on every node before this answers (SPEC §4).
+      await bus.publish({ kind: 'agent', state: agent })
+      return agentBody(agent)
+    },
+  )
+}

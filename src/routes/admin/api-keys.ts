@@ -1,0 +1,67 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Gateway } from '../../gateway.js'
+import { generateApiKey } from '../../auth/api-keys.js'
+import { errors } from '../../errors.js'
+import { isUuid } from '../../store/store.js'
+import { errorResponses, Text } from '../../http/schemas.js'
+import { ApiKeyListItem, apiKeyListBody } from './schemas.js'
+
+const CreatedApiKey = Type.Object({
+  keyId: Type.String(),
+  keySecret: Type.String(),
+  companyId: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String(),
+})
+
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
+  const { store, bus } = gateway
+  const CompanyParams = Type.Object({ companyId: Type.String() })
+
+  fastify.post(
+    '/companies/:companyId/api-keys',
+    {
+      schema: {
+        params: CompanyParams,
+        body: Type.Optional(Type.Object({ name: Type.Optional(Text(200)) })),
+        response: { 201: CreatedApiKey, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { companyId } = request.params
+      const { keyId, keySecret, secretHash } = generateApiKey()
+      const created = isUuid(companyId) ? await store.createApiKey(companyId, keyId, secretHash, request.body?.name ?? null) : undefined
+      if (created === undefined) throw errors.notFound('Company')
+      // The only time the secret is shown; only its hash is kept.
+      return reply.code(201).send({ keyId, keySecret, companyId: created.companyId, name: created.name, createdAt: created.createdAt.toISOString() })
+    },
+  )
+
+  fastify.get(
+    '/companies/:companyId/api-keys',
+    { schema: { params: CompanyParams, response: { 200: Type.Array(ApiKeyListItem), ...errorResponses(401, 404) } } },
+    async (request) => {
+      const { companyId } = request.params
+      if (!isUuid(companyId) || (await store.getCompany(companyId)) === undefined) throw errors.notFound('Company')
+      return (await store.listApiKeys(companyId)).map(apiKeyListBody)
+    },
+  )
+
+  fastify.delete(
+    '/api-keys/:keyId',
+    {
+      schema: {
+        params: Type.Object({ keyId: Type.String({ maxLength: 128 }) }),
+        response: { 200: Type.Object({ keyId: Type.String(), revokedAt: Type.String() }), ...errorResponses(401, 404, 503) },
+      },
+    },
+    async (request) => {
+      const revoked = await store.revokeApiKey(request.params.keyId)
+      if (revoked === undefined) throw errors.notFound('API key')
+      // Refused on every node before this answers (SPEC §4).
+      await bus.publish({ kind: 'apiKey', keyId: revoked.keyId, revision: 1 })
+      return { keyId: revoked.keyId, revokedAt: revoked.revokedAt!.toISOString() }
+    },
+  )
+}

@@ -1,0 +1,115 @@
+import pg from 'pg'
+import { StoreUnavailableError } from '../errors.js'
+
+/**
+ * The narrow SQL interface both back ends implement, so that `store.ts` holds the only
+ * SQL of the service and runs unchanged on PostgreSQL (pg) and on PGlite.
+ */
+export interface Db {
+  readonly kind: 'postgres' | 'pglite'
+  query<Row>(sql: string, params?: readonly unknown[]): Promise<Row[]>
+  /** Runs `fn` on one connection (session-level advisory locks, multi-statement scripts). */
+  withSession<T>(fn: (session: DbSession) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+export interface DbSession {
+  query<Row>(sql: string, params?: readonly unknown[]): Promise<Row[]>
+  /** Several statements without parameters (a migration file). */
+  exec(sql: string): Promise<void>
+}
+
+/** SQLSTATE classes that mean "the database cannot answer now", not "your statement is wrong". */
+const UNAVAILABLE_SQLSTATE = /^(08|53|57|58)/
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'])
+
+function classify(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code
+  const message = error instanceof Error ? error.message : String(error)
+  const unavailable =
+    (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) ||
+    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|connection is closed/i.test(message)
+  return unavailable ? new StoreUnavailableError(`database unavailable: ${message}`, { cause: error }) : error
+}
+
+export function createPostgresDb(connectionString: string, options: { max?: number; statementTimeoutMs?: number } = {}): Db {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: 2000,
+    // A request must never hang on a database that stopped answering: it gets a 503.
+    query_timeout: options.statementTimeoutMs ?? 5000,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+  })
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+
+  const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<Row[]> => {
+    try {
+      const result = await client.query(sql, params as unknown[] | undefined)
+      return result.rows as Row[]
+    } catch (error) {
+      throw classify(error)
+    }
+  }
+
+  return {
+    kind: 'postgres',
+    query: (sql, params) => run(pool, sql, params),
+    async withSession(fn) {
+      let client: pg.PoolClient
+      try {
+        client = await pool.connect()
+      } catch (error) {
+        throw classify(error)
+      }
+      try {
+        return await fn({
+          query: (sql, params) => run(client, sql, params),
+          exec: async (sql) => {
+            await run(client, sql)
+          },
+        })
+      } finally {
+        client.release()
+      }
+    },
+    close: () => pool.end(),
+  }
+}
+
+/**
+ * PGlite: the same PostgreSQL, compiled to WASM, in `dataDir` (or in memory for
+ * `memory://`). One connection serves everything; PGlite queues concurrent queries.
+ */
+export async function createPgliteDb(dataDir: string): Promise<Db> {
+  const { PGlite } = await import('@electric-sql/pglite')
+  const lite = await PGlite.create(dataDir)
+
+  const run = async <Row>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
+    try {
+      const result = await lite.query<Row>(sql, params as unknown[] | undefined)
+      return result.rows
+    } catch (error) {
+      throw classify(error)
+    }
+  }
+  let closed = false
+  return {
+    kind: 'pglite',
+    query: run,
+    withSession: (fn) =>
+      fn({
+        query: run,
+        exec: async (sql) => {
+          await lite.exec(sql)
+        },
+      }),
+    async close() {
+      if (closed) return
+      closed = true
+      await lite.close()
+    },
+  }
+}

@@ -1,0 +1,310 @@
+import { randomUUID } from 'node:crypto'
+import type { Db } from './db.js'
+
+/** What verification needs of a customer user; cached on every node. */
+export interface UserState {
+  id: string
+  companyId: string
+  externalId: string
+  agentId: string
+  tokenVersion: number
+  active: boolean
+  /** grows on every change of the row: the order of changes, for caches */
+  revision: number
+}
+
+export interface UserRecord extends UserState {
+  createdAt: Date
+  updatedAt: Date
+}
+
+/** What verification needs of an agent; cached on every node. */
+export interface AgentState {
+  id: string
+  companyId: string
+  name: string
+  active: boolean
+  revision: number
+}
+
+export interface AgentRecord extends AgentState {
+  createdAt: Date
+}
+
+export interface CompanyRecord {
+  id: string
+  name: string
+  defaultAgentId: string | null
+  createdAt: Date
+}
+
+export interface ApiKeyState {
+  keyId: string
+  companyId: string
+  secretHash: Buffer
+  revoked: boolean
+}
+
+export interface ApiKeyRecord {
+  keyId: string
+  companyId: string
+  name: string | null
+  createdAt: Date
+  revokedAt: Date | null
+  lastUsedAt: Date | null
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
+export function isUuid(value: string): boolean {
+  return value.length === 36 && UUID.test(value)
+}
+
+// One SELECT list per table, so every query maps rows the same way.
+const USER_COLUMNS = `id, company_id, external_id, agent_id, token_version, active, revision, created_at, updated_at`
+const AGENT_COLUMNS = `id, company_id, name, active, revision, created_at`
+const COMPANY_COLUMNS = `id, name, default_agent_id, created_at`
+const API_KEY_COLUMNS = `key_id, company_id, name, created_at, revoked_at, last_used_at`
+
+interface UserRow {
+  id: string
+  company_id: string
+  external_id: string
+  agent_id: string
+  token_version: number
+  active: boolean
+  revision: string | number | bigint
+  created_at: Date
+  updated_at: Date
+}
+interface AgentRow {
+  id: string
+  company_id: string
+  name: string
+  active: boolean
+  revision: string | number | bigint
+  created_at: Date
+}
+interface CompanyRow {
+  id: string
+  name: string
+  default_agent_id: string | null
+  created_at: Date
+}
+interface ApiKeyRow {
+  key_id: string
+  company_id: string
+  name: string | null
+  created_at: Date
+  revoked_at: Date | null
+  last_used_at: Date | null
+}
+
+const toUser = (row: UserRow): UserRecord => ({
+  id: row.id,
+  companyId: row.company_id,
+  externalId: row.external_id,
+  agentId: row.agent_id,
+  tokenVersion: row.token_version,
+  active: row.active,
+  revision: Number(row.revision),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+const toAgent = (row: AgentRow): AgentRecord => ({
+  id: row.id,
+  companyId: row.company_id,
+  name: row.name,
+  active: row.active,
+  revision: Number(row.revision),
+  createdAt: row.created_at,
+})
+const toCompany = (row: CompanyRow): CompanyRecord => ({
+  id: row.id,
+  name: row.name,
+  defaultAgentId: row.default_agent_id,
+  createdAt: row.created_at,
+})
+const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
+  keyId: row.key_id,
+  companyId: row.company_id,
+  name: row.name,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+  lastUsedAt: row.last_used_at,
+})
+
+export type Store = ReturnType<typeof createStore>
+
+/** Every SQL statement of the service, over either back end. */
+export function createStore(db: Db) {
+  const one = async <Row, T>(sql: string, params: unknown[], map: (row: Row) => T): Promise<T | undefined> => {
+    const rows = await db.query<Row>(sql, params)
+    return rows[0] === undefined ? undefined : map(rows[0])
+  }
+
+  return {
+    db,
+
+    ping: async (): Promise<void> => {
+      await db.query('SELECT 1')
+    },
+
+    // ── companies ────────────────────────────────────────────────────────────
+    createCompany: async (name: string): Promise<CompanyRecord> =>
+      (await one(`INSERT INTO company (id, name) VALUES ($1, $2) RETURNING ${COMPANY_COLUMNS}`, [randomUUID(), name], toCompany))!,
+
+    getCompany: (id: string): Promise<CompanyRecord | undefined> =>
+      one(`SELECT ${COMPANY_COLUMNS} FROM company WHERE id = $1`, [id], toCompany),
+
+    /** undefined: no such company; 'foreign-agent': defaultAgentId is not one of its agents. */
+    updateCompany: async (
+      id: string,
+      patch: { name?: string; defaultAgentId?: string },
+    ): Promise<CompanyRecord | undefined | 'foreign-agent'> => {
+      const rows = await db.query<CompanyRow & { agent_ok: boolean }>(
+        `WITH target AS (SELECT id FROM company WHERE id = $1),
+              agent_ok AS (SELECT $3::uuid IS NULL OR EXISTS (SELECT 1 FROM agent WHERE id = $3::uuid AND company_id = $1) AS ok),
+              updated AS (
+                UPDATE company SET name = COALESCE($2, name), default_agent_id = COALESCE($3::uuid, default_agent_id)
+                WHERE id = $1 AND (SELECT ok FROM agent_ok)
+                RETURNING ${COMPANY_COLUMNS})
+         SELECT updated.*, (SELECT ok FROM agent_ok) AS agent_ok FROM target LEFT JOIN updated ON true`,
+        [id, patch.name ?? null, patch.defaultAgentId ?? null],
+      )
+      const row = rows[0]
+      if (!row) return undefined
+      if (!row.agent_ok) return 'foreign-agent'
+      return toCompany(row)
+    },
+
+    countCompanies: async (): Promise<number> =>
+      Number((await db.query<{ n: string | number }>('SELECT count(*) AS n FROM company'))[0]!.n),
+
+    // ── agents ───────────────────────────────────────────────────────────────
+    /** The first agent of a company becomes its default agent. undefined: no such company. */
+    createAgent: (companyId: string, name: string, active: boolean): Promise<AgentRecord | undefined> =>
+      one(
+        `WITH created AS (
+           INSERT INTO agent (id, company_id, name, active)
+           SELECT $1, id, $3, $4 FROM company WHERE id = $2
+           RETURNING ${AGENT_COLUMNS}),
+         made_default AS (
+           UPDATE company SET default_agent_id = (SELECT id FROM created)
+           WHERE id = $2 AND default_agent_id IS NULL AND EXISTS (SELECT 1 FROM created))
+         SELECT * FROM created`,
+        [randomUUID(), companyId, name, active],
+        toAgent,
+      ),
+
+    getAgent: (id: string): Promise<AgentRecord | undefined> =>
+      one(`SELECT ${AGENT_COLUMNS} FROM agent WHERE id = $1`, [id], toAgent),
+
+    updateAgent: (id: string, patch: { name?: string; active?: boolean }): Promise<AgentRecord | undefined> =>
+      one(
+        `UPDATE agent SET name = COALESCE($2, name), active = COALESCE($3, active), revision = revision + 1
+         WHERE id = $1 RETURNING ${AGENT_COLUMNS}`,
+        [id, patch.name ?? null, patch.active ?? null],
+        toAgent,
+      ),
+
+    // ── customer users ───────────────────────────────────────────────────────
+    getUser: (id: string): Promise<UserRecord | undefined> =>
+      one(`SELECT ${USER_COLUMNS} FROM customer_user WHERE id = $1`, [id], toUser),
+
+    getUserByExternalId: (companyId: string, externalId: string): Promise<UserRecord | undefined> =>
+      one(`SELECT ${USER_COLUMNS} FROM customer_user WHERE company_id = $1 AND external_id = $2`, [companyId, externalId], toUser),
+
+    /**
+     * Creates the user with `agentId`, or with the company's default agent when it is
+     * null. undefined: the user already exists (another request may have just created
+     * it: the unique constraint decides), or there is no agent to give it.
+     */
+    createUserIfAbsent: (companyId: string, externalId: string, agentId: string | null): Promise<UserRecord | undefined> =>
+      one(
+        `INSERT INTO customer_user (id, company_id, external_id, agent_id)
+         SELECT $1, c.id, $3, COALESCE($4::uuid, c.default_agent_id) FROM company c
+         WHERE c.id = $2 AND COALESCE($4::uuid, c.default_agent_id) IS NOT NULL
+         ON CONFLICT (company_id, external_id) DO NOTHING
+         RETURNING ${USER_COLUMNS}`,
+        [randomUUID(), companyId, externalId, agentId],
+        toUser,
+      ),
+
+    /** Ties an active user to another agent; undefined when the user is inactive or gone. */
+    setUserAgent: (id: string, agentId: string): Promise<UserRecord | undefined> =>
+      one(
+        `UPDATE customer_user SET agent_id = $2, revision = revision + 1, updated_at = now()
+         WHERE id = $1 AND active RETURNING ${USER_COLUMNS}`,
+        [id, agentId],
+        toUser,
+      ),
+
+    /** One atomic increment: the row lock serialises concurrent calls, none is lost. */
+    incrementTokenVersion: (companyId: string, id: string): Promise<UserRecord | undefined> =>
+      one(
+        `UPDATE customer_user SET token_version = token_version + 1, revision = revision + 1, updated_at = now()
+         WHERE id = $1 AND company_id = $2 RETURNING ${USER_COLUMNS}`,
+        [id, companyId],
+        toUser,
+      ),
+
+    setUserActive: (id: string, active: boolean): Promise<UserRecord | undefined> =>
+      one(
+        `UPDATE customer_user SET active = $2, revision = revision + 1, updated_at = now()
+         WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+        [id, active],
+        toUser,
+      ),
+
+    // ── API keys ─────────────────────────────────────────────────────────────
+    /** undefined: no such company. */
+    createApiKey: (companyId: string, keyId: string, secretHash: Buffer, name: string | null): Promise<ApiKeyRecord | undefined> =>
+      one(
+        `INSERT INTO api_key (key_id, company_id, secret_hash, name)
+         SELECT $1, id, $3, $4 FROM company WHERE id = $2
+         RETURNING ${API_KEY_COLUMNS}`,
+        [keyId, companyId, secretHash, name],
+        toApiKey,
+      ),
+
+    getApiKeyState: (keyId: string): Promise<ApiKeyState | undefined> =>
+      one(
+        `SELECT key_id, company_id, secret_hash, revoked_at IS NOT NULL AS revoked FROM api_key WHERE key_id = $1`,
+        [keyId],
+        (row: { key_id: string; company_id: string; secret_hash: Uint8Array; revoked: boolean }) => ({
+          keyId: row.key_id,
+          companyId: row.company_id,
+          secretHash: Buffer.from(row.secret_hash),
+          revoked: row.revoked,
+        }),
+      ),
+
+    listApiKeys: async (companyId: string): Promise<ApiKeyRecord[]> =>
+      (await db.query<ApiKeyRow>(`SELECT ${API_KEY_COLUMNS} FROM api_key WHERE company_id = $1 ORDER BY created_at, key_id`, [companyId])).map(
+        toApiKey,
+      ),
+
+    /** Idempotent: a second revocation keeps the first revocation time. */
+    revokeApiKey: (keyId: string): Promise<ApiKeyRecord | undefined> =>
+      one(
+        `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`,
+        [keyId],
+        toApiKey,
+      ),
+
+    /** Best-effort bookkeeping, batched off the request path. */
+    markApiKeysUsed: async (keyIds: string[]): Promise<void> => {
+      if (keyIds.length === 0) return
+      await db.query(`UPDATE api_key SET last_used_at = now() WHERE key_id = ANY($1::text[])`, [keyIds])
+    },
+
+    // ── generated secrets ────────────────────────────────────────────────────
+    /** Returns the stored value, storing `candidate` first if there is none (first writer wins). */
+    getOrCreateSecret: async (name: string, candidate: string): Promise<string> => {
+      await db.query('INSERT INTO gateway_secret (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, candidate])
+      return (await db.query<{ value: string }>('SELECT value FROM gateway_secret WHERE name = $1', [name]))[0]!.value
+    },
+  }
+}
