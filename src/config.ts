@@ -95,7 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
     return value === undefined || value.trim() === '' ? undefined : value.trim()
   }
 
-  return {
+  const config: Config = {
     port: integer('PORT', read('PORT'), 3000, 0, 65535),
     host: read('HOST') ?? '127.0.0.1',
     dataDir: dataDir(read('DATA_DIR') ?? './data'),
@@ -115,6 +115,10 @@ export function loadConfig(env: Env = process.env): Config {
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
   }
+  if (config.redisUrl !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError('REDIS_URL', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
+  }
+  return config
 }
 
 const DURATION = /^([1-9][0-9]{0,8})([mhd])$/

@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises'
 import pg from 'pg'
 import { StoreUnavailableError } from '../errors.js'
 
@@ -85,6 +86,7 @@ export function createPostgresDb(connectionString: string, options: { max?: numb
  */
 export async function createPgliteDb(dataDir: string): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite')
+  if (!dataDir.startsWith('memory://')) await mkdir(dataDir, { recursive: true })
   const lite = await PGlite.create(dataDir)
 
   const run = async <Row>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {

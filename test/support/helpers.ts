@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import type { Gateway } from '../../src/gateway.js'
+import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js'
 
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
 export const STORE: 'pglite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'pglite'
@@ -15,7 +16,7 @@ export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef'
 export const JWT_SECRET = 'test-jwt-secret-that-is-at-least-32-bytes-long!'
 
-interface Teardown {
+export interface Teardown {
   teardown(fn: () => unknown): void
 }
 
@@ -48,6 +49,13 @@ export async function storeEnv(t: Teardown): Promise<Record<string, string>> {
   return STORE === 'postgres' ? { DATABASE_URL: await freshPostgresDatabase(t) } : { DATA_DIR: 'memory://' }
 }
 
+/** One store that several nodes of a test file share (each PGlite start costs seconds). */
+export async function sharedDb(t: Teardown): Promise<Db> {
+  const db = STORE === 'postgres' ? createPostgresDb(await freshPostgresDatabase(t)) : await createPgliteDb('memory://')
+  t.teardown(() => db.close())
+  return db
+}
+
 export interface TestApp {
   app: FastifyInstance
   gateway: Gateway
@@ -60,12 +68,12 @@ export interface TestApp {
 }
 
 /** A node on a fresh store (unless `env` names one), closed when the test ends. */
-export async function startApp(t: Teardown, env: Record<string, string> = {}): Promise<TestApp> {
-  const base = env.DATABASE_URL || env.DATA_DIR ? {} : await storeEnv(t)
+export async function startApp(t: Teardown, env: Record<string, string> = {}, options: { db?: Db } = {}): Promise<TestApp> {
+  const base = env.DATABASE_URL || env.DATA_DIR || options.db ? {} : await storeEnv(t)
   const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...base, ...env })
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
-  const { app, gateway } = await buildApp(config, { logger })
+  const { app, gateway } = await buildApp(config, { logger, db: options.db })
   t.teardown(() => app.close())
   return {
     app,
@@ -134,3 +142,45 @@ export function decodeToken(token: string): { header: Record<string, unknown>; p
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)
 export { randomUUID }
+
+// ── helpers of the black-box API suite (test/api) ───────────────────────────
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+export const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/** The error body of SPEC §3. */
+export function errorBody(statusCode: number, message: string, code: string) {
+  return { statusCode, message, code }
+}
+
+/**
+ * Every row of the service's tables, as one comparable string, to prove that a refused
+ * request changed nothing. api_key.last_used_at is left out: it is written in batches.
+ */
+export async function snapshotRows(node: TestApp): Promise<string> {
+  const queries = [
+    'SELECT * FROM company ORDER BY id',
+    'SELECT * FROM agent ORDER BY id',
+    'SELECT key_id, company_id, secret_hash, name, created_at, revoked_at FROM api_key ORDER BY key_id',
+    'SELECT * FROM customer_user ORDER BY id',
+  ]
+  const tables = await Promise.all(queries.map((sql) => node.gateway.db.query<Record<string, unknown>>(sql)))
+  return JSON.stringify(tables, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value))
+}
+
+/** How many customer users a company has (there is no admin call that lists them). */
+export async function countUsers(node: TestApp, companyId: string): Promise<number> {
+  const rows = await node.gateway.db.query<{ n: string | number }>('SELECT count(*) AS n FROM customer_user WHERE company_id = $1', [companyId])
+  return Number(rows[0]!.n)
+}
+
+/** Log lines that contain any of `secrets`, or anything shaped like a whole JWT. */
+export function leakedLogLines(logs: string[], secrets: string[]): string[] {
+  const jwt = /eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/
+  return logs.filter((line) => jwt.test(line) || secrets.some((secret) => secret.length > 0 && line.includes(secret)))
+}
+
+/** The HTTP status counts of /metrics that are 5xx: a request that answered 500 shows up here. */
+export async function serverErrorCounts(node: TestApp): Promise<string[]> {
+  const metrics = await node.inject({ method: 'GET', url: '/metrics' })
+  return metrics.body.split('\n').filter((line) => line.startsWith('chat_auth_http_requests_total') && /status="5\d\d"/.test(line))
+}
