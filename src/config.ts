@@ -23,6 +23,13 @@ export interface Config {
   leaseMs: number
   /** first run on an empty store creates a demo company, agent and key */
   seedDemo: boolean
+  /** channel and key prefix on Redis; the nodes of one deployment share it */
+  redisPrefix: string
+  /**
+   * UNSAFE, for the chaos test that proves its checker bites: keep caches across a lost
+   * subscription. Never set it in production.
+   */
+  unsafeNoEpochFlush: boolean
 }
 
 export type JwtAlgorithm = 'HS256' | 'ES256' | 'EdDSA' | 'RS256'
@@ -87,6 +94,8 @@ export const CONFIG_VARIABLES = [
   'CACHE_SIZE',
   'CACHE_LEASE_MS',
   'SEED_DEMO',
+  'REDIS_PREFIX',
+  'CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH',
 ] as const
 
 export function loadConfig(env: Env = process.env): Config {
@@ -114,6 +123,8 @@ export function loadConfig(env: Env = process.env): Config {
     cacheSize: integer('CACHE_SIZE', read('CACHE_SIZE'), 1_000_000, 100, 50_000_000),
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
+    redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
+    unsafeNoEpochFlush: boolean('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH', read('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH'), false),
   }
   if (config.redisUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('REDIS_URL', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
@@ -168,6 +179,11 @@ function url(name: string, text: string | undefined, protocols: string[]): strin
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(name, `expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`)
   }
+  return text
+}
+
+function redisPrefix(text: string): string {
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(text)) throw new ConfigError('REDIS_PREFIX', 'use 1..64 letters, digits, _ . : -')
   return text
 }
 

@@ -132,7 +132,14 @@ async function adminToken(config: Config, store: Store): Promise<{ adminTokenHas
 async function createConfiguredBus(config: Config, logger: Logger, metrics: Metrics): Promise<InvalidationBus> {
   if (!config.redisUrl) return createMemoryBus()
   const { createRedisBus } = await import('./bus/redis-bus.js')
-  return createRedisBus({ url: config.redisUrl, leaseMs: config.leaseMs, logger, metrics })
+  return createRedisBus({
+    url: config.redisUrl,
+    leaseMs: config.leaseMs,
+    prefix: config.redisPrefix,
+    logger,
+    metrics,
+    unsafeNoEpochFlush: config.unsafeNoEpochFlush,
+  })
 }
 
 function registerCacheMetrics(metrics: Metrics, states: States, bus: InvalidationBus): void {

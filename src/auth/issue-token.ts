@@ -4,9 +4,14 @@ import { errors } from '../errors.js'
 import type { Gateway } from '../gateway.js'
 import { isUuid, type AgentState, type UserState } from '../store/store.js'
 
-/** SPEC §3.1 step 2: `<positive integer><m|h|d>`, at most the configured maximum. */
+const DEFAULT_LIFETIME_SECONDS = 24 * 3600
+
+/**
+ * SPEC §3.1 step 2: `<positive integer><m|h|d>`, at most the configured maximum. Without
+ * `expiresIn`, 24 h — or the maximum, when an operator configured one below a day.
+ */
 export function tokenLifetime(expiresIn: string | undefined, maxSeconds: number): number {
-  if (expiresIn === undefined) return 24 * 3600
+  if (expiresIn === undefined) return Math.min(DEFAULT_LIFETIME_SECONDS, maxSeconds)
   const seconds = parseDuration(expiresIn)
   if (seconds === undefined) {
     throw errors.invalidExpiresIn('expiresIn must be a positive integer followed by m, h or d (for example 30m, 1h, 7d)')

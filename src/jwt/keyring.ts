@@ -123,6 +123,8 @@ function buildKey(key: JwtKeyConfig, index: number, config: JwtConfig): BuiltKey
     ignoreNotBefore: false,
     ...(config.issuer !== undefined ? { allowedIss: config.issuer } : {}),
     ...(config.audience !== undefined ? { allowedAud: config.audience } : {}),
+    // allowedIss/allowedAud only check the claim when present: configured means required.
+    requiredClaims: [...(config.issuer !== undefined ? ['iss'] : []), ...(config.audience !== undefined ? ['aud'] : [])],
   }
 
   if (key.alg === 'HS256') {
