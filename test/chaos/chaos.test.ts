@@ -1,0 +1,456 @@
+import http from 'node:http'
+import { performance } from 'node:perf_hooks'
+import t from 'tap'
+import { call, setupCompany, startNode, type NodeProcess } from './lib/nodes.js'
+import { startPostgres, startRedis, waitFor, type PostgresServer, type RedisServer } from './lib/services.js'
+import { startTcpProxy, type TcpProxy } from './lib/tcp-proxy.js'
+
+/**
+ * `npm run test:chaos` — not part of `npm test` (tap's `exclude` skips test/chaos/).
+ *
+ * Its own redis-server and PostgreSQL (initdb into a temporary folder), three node
+ * processes each reaching Redis through a TCP proxy this test controls, ~20
+ * invalidations/s and ~500 verifications/s of current and stale tokens across the nodes,
+ * and faults one after another. The checker works on the driver's clock: an accepted
+ * verification whose token version is lower than a version whose invalidation had
+ * answered 200 before the verification started is a violation.
+ *
+ * Then once more with one defence disabled (no cache flush on reconnect): the checker
+ * must find violations, or it proves nothing.
+ */
+const LEASE_MS = 500
+const USERS = 40
+const INVALIDATIONS_PER_S = 20
+const VERIFICATIONS_PER_S = 500
+const MAX_IN_FLIGHT = 256
+const REQUEST_TIMEOUT_MS = 3000
+
+interface Scenario {
+  redis: RedisServer
+  postgres: PostgresServer
+  proxies: TcpProxy[]
+  nodes: NodeProcess[]
+}
+
+interface Verification {
+  user: number
+  version: number
+  node: number
+  start: number
+  status: number
+}
+
+interface Invalidation {
+  user: number
+  version: number
+  end: number
+}
+
+interface Window {
+  name: string
+  start: number
+  end: number
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const now = () => performance.now()
+
+// Plain node:http with keep-alive: much lighter than fetch at 500 requests a second.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+function get(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get({ host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${token}` }, timeout: REQUEST_TIMEOUT_MS }, (response) => {
+      let body = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk) => (body += chunk))
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }))
+      response.on('error', reject)
+    })
+    request.on('timeout', () => request.destroy(new Error('timeout')))
+    request.on('error', reject)
+  })
+}
+
+function tokenVersion(token: string): number {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).tokenVersion
+}
+
+async function setUp(redis: RedisServer, postgres: PostgresServer, database: string, unsafe: boolean): Promise<Scenario> {
+  const proxies = await Promise.all([0, 1, 2].map(() => startTcpProxy(redis.port)))
+  const databaseUrl = postgres.url.replace(/\/[^/]*$/, '/' + database)
+  const env = (i: number) => ({
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: `redis://127.0.0.1:${proxies[i]!.port}`,
+    CACHE_LEASE_MS: String(LEASE_MS),
+    ...(unsafe ? { CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH: '1' } : {}),
+  })
+  const nodes: NodeProcess[] = []
+  try {
+    nodes.push(await startNode('node-0', env(0)))
+    nodes.push(...(await Promise.all([startNode('node-1', env(1)), startNode('node-2', env(2))])))
+  } catch (error) {
+    await Promise.allSettled(nodes.map((n) => n.stop()))
+    await Promise.allSettled(proxies.map((p) => p.close()))
+    throw error
+  }
+  return { redis, postgres, proxies, nodes }
+}
+
+async function tearDown(s: Scenario): Promise<void> {
+  await Promise.allSettled(s.nodes.map((n) => n.stop()))
+  await Promise.allSettled(s.proxies.map((p) => p.close()))
+}
+
+type Fault = { name: string; run: (s: Scenario) => Promise<void> }
+
+const subscriberIds = async (s: Scenario, nodeIndex?: number) => {
+  const client = await s.redis.admin()
+  const list = (await client.client('LIST')) as string
+  const ids: string[] = []
+  for (const line of list.split('\n').filter((l) => / name=[^ ]*:sub:/.test(l))) {
+    if (nodeIndex !== undefined && (await s.proxies[nodeIndex]!.count(line.match(/ name=([^ ]+)/)![1]!)) === 0) continue
+    ids.push(line.match(/\bid=(\d+)/)![1]!)
+  }
+  return ids
+}
+
+const FAULTS: Fault[] = [
+  {
+    name: 'CLIENT KILL TYPE pubsub',
+    run: async (s) => {
+      await (await s.redis.admin()).client('KILL', 'TYPE', 'pubsub')
+    },
+  },
+  {
+    name: 'half-open subscriber (node-1: proxy swallows every byte)',
+    run: async (s) => {
+      await s.proxies[1]!.blackhole(':sub:')
+      await sleep(LEASE_MS * 3) // the node gives up on it by itself
+    },
+  },
+  {
+    name: 'reset connections (node-2: RST on all its Redis connections)',
+    run: async (s) => {
+      await s.proxies[2]!.reset()
+    },
+  },
+  {
+    name: 'CLIENT PAUSE 1500 WRITE',
+    run: async (s) => {
+      await (await s.redis.admin()).client('PAUSE', 1500, 'WRITE')
+      await sleep(1500)
+    },
+  },
+  {
+    name: 'CLIENT PAUSE 1000 ALL',
+    run: async (s) => {
+      await (await s.redis.admin()).client('PAUSE', 1000, 'ALL')
+      await sleep(1000)
+    },
+  },
+  {
+    name: 'Redis restart',
+    run: async (s) => {
+      await s.redis.restart(300)
+    },
+  },
+  {
+    name: 'SIGSTOP node-0 for 1.5 s, then SIGCONT',
+    run: async (s) => {
+      s.nodes[0]!.pause()
+      await sleep(1500)
+      s.nodes[0]!.resume()
+    },
+  },
+  {
+    name: 'PostgreSQL restart',
+    run: async (s) => {
+      await s.postgres.restart(500)
+    },
+  },
+  {
+    name: 'slow subscriber disconnected by Redis (node-1 stops reading; output buffer limit)',
+    run: async (s) => {
+      const client = await s.redis.admin()
+      const [before] = await subscriberIds(s, 1)
+      const previous = ((await client.config('GET', 'client-output-buffer-limit')) as string[])[1]!
+      await client.config('SET', 'client-output-buffer-limit', 'pubsub 256kb 128kb 1')
+      await s.proxies[1]!.stall(':sub:')
+      try {
+        const pad = JSON.stringify({ t: 'pad', p: 'x'.repeat(1024 * 1024) })
+        const end = now() + 5000
+        while (now() < end && before !== undefined && (await subscriberIds(s)).includes(before)) {
+          for (let i = 0; i < 8; i++) await client.publish(`chat-auth:changes`, pad)
+          await sleep(20)
+        }
+      } finally {
+        await client.config('SET', 'client-output-buffer-limit', previous)
+        await s.proxies[1]!.resume()
+      }
+    },
+  },
+]
+
+/** CHAOS_FAULTS=0,3,5 runs only those faults (for investigating one). */
+const selected = (faults: Fault[]) => {
+  const only = process.env.CHAOS_FAULTS
+  return only ? only.split(',').map((i) => faults[Number(i)]!) : faults
+}
+
+const UNSAFE_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]!, FAULTS[1]!]
+
+interface Result {
+  verifications: number
+  accepted: number
+  invalidations: number
+  invalidationsOk: number
+  faults: number
+  violations: number
+  rate503During: number
+  rate503After: number
+  examples: string[]
+}
+
+async function drive(s: Scenario, faults: Fault[], log: (line: string) => void): Promise<Result> {
+  const nodes = s.nodes.map((n) => n.url)
+  const key = await setupCompany(nodes[0]!)
+  const creds = { keyId: key.keyId, keySecret: key.keySecret }
+
+  // Every user, with a token of every version it has had (the driver keeps them all).
+  const users: Array<{ id: string; tokens: Map<number, string>; latest: number }> = []
+  for (let i = 0; i < USERS; i++) {
+    const issued = await call(nodes[i % 3]!, 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${i}` })
+    if (issued.status !== 200) throw new Error(`token: ${issued.status} ${JSON.stringify(issued.body)}`)
+    users.push({ id: issued.body.user.id, tokens: new Map([[0, issued.body.token]]), latest: 0 })
+  }
+
+  const verifications: Verification[] = []
+  const invalidations: Invalidation[] = []
+  const windows: Window[] = []
+  let invalidationsTried = 0
+  let inFlight = 0
+  let skipped = 0
+  let running = true
+  const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!
+
+  const fetchToken = async (user: number) => {
+    const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${user}` }).catch(() => undefined)
+    if (answer?.status !== 200) return
+    const version = tokenVersion(answer.body.token)
+    const u = users[user]!
+    u.tokens.set(version, answer.body.token)
+    u.latest = Math.max(u.latest, version)
+  }
+
+  const verifyOnce = async () => {
+    const user = Math.floor(Math.random() * USERS)
+    const u = users[user]!
+    // Half current, half stale (the version just before the latest, or any older one).
+    const versions = [...u.tokens.keys()]
+    const version = Math.random() < 0.5 ? u.latest : Math.random() < 0.7 && u.tokens.has(u.latest - 1) ? u.latest - 1 : pick(versions)
+    const token = u.tokens.get(version) ?? u.tokens.get(u.latest)!
+    const nodeIndex = Math.floor(Math.random() * 3)
+    const start = now()
+    let status = 0
+    try {
+      const response = await get(s.nodes[nodeIndex]!.port, '/rest/v1/auth/verify', token)
+      status = response.status
+      if (status === 200 && JSON.parse(response.body).tokenVersion !== tokenVersion(token)) status = -1 // nonsense answer
+    } catch {
+      status = 0 // timed out or refused: neither an accept nor a violation
+    }
+    verifications.push({ user, version: tokenVersion(token), node: nodeIndex, start, status })
+  }
+
+  const invalidateOnce = async () => {
+    const user = Math.floor(Math.random() * USERS)
+    invalidationsTried++
+    const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/invalidate-token', { ...creds, customerUserId: users[user]!.id }).catch(() => undefined)
+    const end = now()
+    if (answer?.status === 200) {
+      invalidations.push({ user, version: answer.body.newTokenVersion, end })
+      await fetchToken(user)
+    }
+  }
+
+  const load = (async () => {
+    const started = now()
+    let verificationsLaunched = 0
+    let invalidationsLaunched = 0
+    while (running) {
+      const elapsed = (now() - started) / 1000
+      while (verificationsLaunched < elapsed * VERIFICATIONS_PER_S) {
+        verificationsLaunched++
+        if (inFlight >= MAX_IN_FLIGHT) {
+          skipped++
+          continue
+        }
+        inFlight++
+        void verifyOnce().finally(() => inFlight--)
+      }
+      while (invalidationsLaunched < elapsed * INVALIDATIONS_PER_S) {
+        invalidationsLaunched++
+        inFlight++
+        void invalidateOnce().finally(() => inFlight--)
+      }
+      await sleep(5)
+    }
+  })()
+
+  const loadStarted = now()
+  await sleep(3000) // steady state first
+  for (const fault of faults) {
+    const start = now()
+    log(`fault: ${fault.name}`)
+    await fault.run(s)
+    // every node back to trusting its cache (or give up waiting after 15 s; the checker still runs)
+    const recovered = await Promise.all(
+      nodes.map(async (n, i) => {
+        const ok = await waitFor(`node-${i} ready again`, async () => (await call(n, 'GET', '/readyz')).status === 200, 15_000, 20).then(
+          () => true,
+          () => false,
+        )
+        return ok ? `node-${i} ${((now() - start) / 1000).toFixed(2)} s` : `node-${i} NOT READY after 15 s`
+      }),
+    )
+    windows.push({ name: fault.name, start, end: now() })
+    log(`  ready again (from the start of the fault): ${recovered.join(', ')}`)
+    await sleep(1500)
+  }
+  await sleep(2000)
+  running = false
+  await load
+  await waitFor('requests in flight to finish', () => inFlight === 0, REQUEST_TIMEOUT_MS * 2)
+  const loadSeconds = (now() - loadStarted) / 1000
+
+  // ── the checker ──
+  // For each user, invalidations that answered 200, by the time they answered, with the
+  // highest version answered so far at each point.
+  const byUser = new Map<number, Array<{ end: number; max: number }>>()
+  for (const inv of [...invalidations].sort((a, b) => a.end - b.end)) {
+    const list = byUser.get(inv.user) ?? []
+    list.push({ end: inv.end, max: Math.max(inv.version, list.at(-1)?.max ?? 0) })
+    byUser.set(inv.user, list)
+  }
+  const revokedBelow = (user: number, at: number): number => {
+    const list = byUser.get(user)
+    if (!list) return 0
+    let lo = 0
+    let hi = list.length // first index with end >= at
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (list[mid]!.end < at) lo = mid + 1
+      else hi = mid
+    }
+    return lo === 0 ? 0 : list[lo - 1]!.max
+  }
+  let violations = 0
+  const examples: string[] = []
+  // Versions only grow: two acknowledged invalidations answering the same version mean the
+  // store lost a write it had acknowledged — a test-setup problem, not a cache one, told apart.
+  const seen = new Set<string>()
+  let lostWrites = 0
+  for (const inv of invalidations) {
+    const id = `${inv.user}:${inv.version}`
+    if (seen.has(id)) lostWrites++
+    seen.add(id)
+  }
+  if (lostWrites) log(`WARNING: ${lostWrites} acknowledged invalidations answered a version already answered: the store lost writes`)
+  for (const v of verifications) {
+    if (v.status === -1) {
+      violations++
+      examples.push(`node-${v.node} answered 200 with another token version than user-${v.user} v${v.version}`)
+      continue
+    }
+    if (v.status !== 200) continue
+    const floor = revokedBelow(v.user, v.start)
+    if (v.version < floor) {
+      violations++
+      if (examples.length < 10) {
+        const fault = windows.find((w) => v.start >= w.start - 500 && v.start <= w.end + 1500)
+        const acked = invalidations.find((inv) => inv.user === v.user && inv.version === floor)!
+        examples.push(
+          `node-${v.node} accepted user-${v.user} v${v.version} at ${((v.start - loadStarted) / 1000).toFixed(3)} s; v${floor} was acknowledged at ${((acked.end - loadStarted) / 1000).toFixed(3)} s${fault ? ` (near fault: ${fault.name})` : ''}`,
+        )
+      }
+    }
+  }
+  const inWindow = (v: Verification) => windows.some((w) => v.start >= w.start && v.start <= w.end)
+  const rate503 = (list: Verification[]) => (list.length ? list.filter((v) => v.status === 503).length / list.length : 0)
+  const during = verifications.filter(inWindow)
+  const after = verifications.filter((v) => !inWindow(v))
+  const accepted = verifications.filter((v) => v.status === 200).length
+  log(
+    `operations: ${verifications.length} verifications (${(verifications.length / loadSeconds).toFixed(0)}/s, ${accepted} accepted, ${skipped} skipped at the in-flight cap), ` +
+      `${invalidationsTried} invalidations (${invalidations.length} answered 200, ${(invalidationsTried / loadSeconds).toFixed(1)}/s) in ${loadSeconds.toFixed(1)} s`,
+  )
+  log(`faults injected: ${windows.length}`)
+  log(`503 rate: ${(rate503(during) * 100).toFixed(2)}% during faults (${during.length} verifications), ${(rate503(after) * 100).toFixed(2)}% outside them (${after.length})`)
+  for (const example of examples) log(`  violation: ${example}`)
+  log(`violations: ${violations}`)
+  return {
+    verifications: verifications.length,
+    accepted,
+    invalidations: invalidationsTried,
+    invalidationsOk: invalidations.length,
+    faults: windows.length,
+    violations,
+    rate503During: rate503(during),
+    rate503After: rate503(after),
+    examples,
+  }
+}
+
+let redis: RedisServer | undefined
+let postgres: PostgresServer | undefined
+
+t.before(async () => {
+  ;[redis, postgres] = await Promise.all([startRedis(), startPostgres()])
+})
+t.teardown(async () => {
+  agent.destroy()
+  await redis?.stop()
+  await postgres?.stop()
+})
+
+const createDatabase = async (name: string) => {
+  const pg = (await import('pg')).default
+  const client = new pg.Client({ connectionString: postgres!.url })
+  await client.connect()
+  await client.query(`CREATE DATABASE ${name}`)
+  await client.end()
+}
+
+t.test('under faults, no node accepts a token whose invalidation had answered', async (t) => {
+  await createDatabase('chaos_safe')
+  const s = await setUp(redis!, postgres!, 'chaos_safe', false)
+  t.teardown(() => tearDown(s))
+  const faults = selected(FAULTS)
+  const result = await drive(s, faults, (line) => t.comment(line))
+  t.equal(result.faults, faults.length, 'every fault was injected')
+  t.ok(result.invalidationsOk > 100 && result.accepted > 1000, 'the load did run')
+  t.equal(result.violations, 0, `violations: ${result.violations}`)
+  const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
+  for (const [i, m] of metrics.entries()) {
+    const pick = (name: string) =>
+      String(m.body)
+        .split('\n')
+        .filter((l) => l.startsWith(name))
+        .join(', ')
+    t.comment(`node-${i}: ${pick('chat_auth_bus_publishes_total')} | ${pick('chat_auth_bus_ack_latency_seconds')}`)
+  }
+})
+
+t.test('the checker bites: with no cache flush on reconnect, violations appear', async (t) => {
+  await createDatabase('chaos_unsafe')
+  const s = await setUp(redis!, postgres!, 'chaos_unsafe', true)
+  t.teardown(() => tearDown(s))
+  const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
+  if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
+    t.fail('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH=1 did not reach the Redis bus (config.unsafeNoEpochFlush → createRedisBus option unsafeNoEpochFlush)')
+    return
+  }
+  const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
+  t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
+})

@@ -1,0 +1,182 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+
+/**
+ * Real Redis and PostgreSQL processes for one test run, on free ports, in temporary
+ * folders, removed afterwards. Nothing here is a mock.
+ */
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as net.AddressInfo).port
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000, everyMs = 50): Promise<void> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      if (await check()) return
+    } catch {
+      // not yet
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, everyMs))
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => child.once('exit', () => resolve()))
+}
+
+async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGCONT')
+  child.kill('SIGTERM')
+  const done = exited(child)
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+  await done
+  clearTimeout(timer)
+}
+
+// ── Redis ────────────────────────────────────────────────────────────────────
+export interface RedisServer {
+  readonly port: number
+  readonly url: string
+  /** a plain client for fault injection (CLIENT KILL, CLIENT PAUSE, CONFIG SET…) */
+  admin(): Promise<Redis>
+  restart(downMs?: number): Promise<void>
+  stop(): Promise<void>
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort()
+  let child: ChildProcess | undefined
+  let client: Redis | undefined
+  const launch = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+    await waitFor('redis-server to answer', async () => {
+      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+      probe.on('error', () => {})
+      try {
+        await probe.connect()
+        return (await probe.ping()) === 'PONG'
+      } finally {
+        probe.disconnect()
+      }
+    })
+  }
+  await launch()
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async admin() {
+      if (!client) {
+        client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 2, retryStrategy: () => 50 })
+        client.on('error', () => {})
+      }
+      return client
+    },
+    async restart(downMs = 200) {
+      if (child) await stopChild(child)
+      await sleep(downMs)
+      await launch()
+    },
+    async stop() {
+      client?.disconnect()
+      if (child) await stopChild(child)
+    },
+  }
+}
+
+// ── PostgreSQL ───────────────────────────────────────────────────────────────
+export interface PostgresServer {
+  readonly port: number
+  /** a database URL on this server (the database is created) */
+  readonly url: string
+  restart(downMs?: number): Promise<void>
+  stop(): Promise<void>
+}
+
+function postgresBin(): string {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
+  for (const version of versions) {
+    const bin = join(root, version, 'bin')
+    if (existsSync(join(bin, 'initdb'))) return bin
+  }
+  throw new Error('initdb not found under /usr/lib/postgresql/*/bin')
+}
+
+/** initdb into a temporary folder, pg_ctl start on a free port; as `postgres` when running as root. */
+export async function startPostgres(): Promise<PostgresServer> {
+  const bin = postgresBin()
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-pg-'))
+  const data = join(dir, 'data')
+  const asRoot = process.getuid?.() === 0
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
+    chownSync(dir, uid, gid)
+    chmodSync(dir, 0o700)
+  }
+  const run = (tool: string, args: string[]) => {
+    const command = join(bin, tool)
+    if (asRoot) execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' })
+    else execFileSync(command, args, { stdio: 'pipe' })
+  }
+  const user = asRoot ? 'postgres' : (process.env.USER ?? 'postgres')
+  run('initdb', ['-D', data, '-U', user, '--auth=trust', '--no-sync', '-E', 'UTF8'])
+  const start = () =>
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+      'start',
+    ])
+  const stop = (mode: 'fast' | 'immediate') => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop'])
+  start()
+  const pg = (await import('pg')).default
+  const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'postgres' })
+  await admin.connect()
+  await admin.query('CREATE DATABASE chat_auth')
+  await admin.end()
+  let stopped = false
+  return {
+    port,
+    url: `postgres://${user}@127.0.0.1:${port}/chat_auth`,
+    async restart(downMs = 300) {
+      stop('immediate')
+      await sleep(downMs)
+      start()
+    },
+    async stop() {
+      if (stopped) return
+      stopped = true
+      try {
+        stop('immediate')
+      } catch {
+        // already down
+      }
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}

@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import t from 'tap'
+import pg from 'pg'
+import { admin, call, setupCompany, startNode, verify, type NodeProcess } from './chaos/lib/nodes.js'
+import { startRedis, type RedisServer } from './chaos/lib/services.js'
+
+/**
+ * Three real node processes (`node dist/src/cli.js serve`) over the real PostgreSQL
+ * (a fresh database, dropped after) and a real Redis of their own (a redis-server on a free
+ * port, so that no other run shares its channel or registry). A change made through one
+ * node is refused by the other two from the moment it answers.
+ *
+ * It runs the same in both passes of `npm test`: it never uses the pass's store.
+ */
+const PG_ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres'
+
+const dbName = `chat_auth_multinode_${randomBytes(4).toString('hex')}`
+let redis: RedisServer
+let nodes: NodeProcess[] = []
+
+async function pgAdmin(sql: string) {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL })
+  await client.connect()
+  try {
+    await client.query(sql)
+  } finally {
+    await client.end()
+  }
+}
+
+const databaseUrl = () => {
+  const url = new URL(PG_ADMIN_URL)
+  url.pathname = '/' + dbName
+  return url.toString()
+}
+
+t.before(async () => {
+  await pgAdmin(`CREATE DATABASE ${dbName}`)
+  redis = await startRedis()
+})
+
+t.teardown(async () => {
+  await Promise.allSettled(nodes.map((n) => n.stop()))
+  await redis?.stop()
+  await pgAdmin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+})
+
+const env = () => ({ DATABASE_URL: databaseUrl(), REDIS_URL: redis.url, CACHE_LEASE_MS: '500' })
+
+const token = async (base: string, key: { keyId: string; keySecret: string }, userId: string, agentId?: string) => {
+  const answer = await call(base, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId, ...(agentId ? { agentId } : {}) })
+  if (answer.status !== 200) throw new Error(`token: ${answer.status} ${JSON.stringify(answer.body)}`)
+  return answer.body as { token: string; user: { id: string } }
+}
+
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!
+}
+
+t.test('three nodes: a change made on one is refused on the others the moment it answers', async (t) => {
+  // One node first, so that migrations run once; the others join it.
+  nodes.push(await startNode('node-0', env()))
+  nodes.push(...(await Promise.all([startNode('node-1', env()), startNode('node-2', env())])))
+  const [a, b, c] = nodes.map((n) => n.url) as [string, string, string]
+
+  const ready = await call(b, 'GET', '/readyz')
+  t.equal(ready.status, 200, '/readyz: the channel vouches for the cache')
+
+  const key = await setupCompany(a)
+
+  await t.test('invalidate on one node, verify on the two others at once', async (t) => {
+    let { token: current, user } = await token(a, key, 'alice')
+    const latencies: number[] = []
+    for (let round = 0; round < 60; round++) {
+      // warm every node's cache with the current version
+      const warm = await Promise.all([a, b, c].map((base) => verify(base, current)))
+      if (!warm.every((w) => w.status === 200)) {
+        t.fail(`round ${round}: the current token is not accepted everywhere: ${warm.map((w) => w.status)}`)
+        return
+      }
+      const writer = [a, b, c][round % 3]!
+      const started = performance.now()
+      const invalidated = await call(writer, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: user.id })
+      latencies.push(performance.now() - started)
+      if (invalidated.status !== 200) {
+        t.fail(`round ${round}: invalidate answered ${invalidated.status}`)
+        return
+      }
+      const others = [a, b, c].filter((base) => base !== writer)
+      const after = await Promise.all(others.map((base) => verify(base, current)))
+      if (!after.every((v) => v.status === 401 && v.body.code === 'TOKEN_REVOKED')) {
+        t.fail(`round ${round}: a revoked token was accepted: ${JSON.stringify(after.map((v) => [v.status, v.body.code]))}`)
+        return
+      }
+      ;({ token: current, user } = await token([a, b, c][(round + 1) % 3]!, key, 'alice'))
+    }
+    t.pass('60 invalidations, each refused at once by both other nodes')
+    // the first rounds also open database connections and warm the JIT: shown apart
+    const warm = latencies.slice(10)
+    t.comment(
+      `invalidate-token over HTTP, 3 nodes, calls 11-60: p50 ${quantile(warm, 0.5).toFixed(1)} ms, p99 ${quantile(warm, 0.99).toFixed(1)} ms; ` +
+        `first 10: ${latencies
+          .slice(0, 10)
+          .map((l) => l.toFixed(1))
+          .join(' ')} ms`,
+    )
+    for (const [i, base] of [a, b, c].entries()) {
+      const text = String((await call(base, 'GET', '/metrics')).body)
+      const q = (quantile: string) => Number(text.match(new RegExp(`chat_auth_bus_ack_latency_seconds\\{quantile="${quantile}"\\} (\\S+)`))?.[1] ?? NaN) * 1000
+      t.comment(`node-${i} bus publish→all acked: p50 ${q('0.5').toFixed(2)} ms, p99 ${q('0.99').toFixed(2)} ms, max ${q('1').toFixed(2)} ms`)
+    }
+  })
+
+  await t.test('deactivating a user on one node', async (t) => {
+    const { token: bobToken, user } = await token(b, key, 'bob')
+    for (const base of [a, b, c]) t.equal((await verify(base, bobToken)).status, 200)
+    const patched = await admin(b, 'PATCH', `/admin/v1/customer-users/${user.id}`, { active: false })
+    t.equal(patched.status, 200)
+    const after = await Promise.all([a, c].map((base) => verify(base, bobToken)))
+    t.same(
+      after.map((v) => [v.status, v.body.code]),
+      [
+        [401, 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE'],
+        [401, 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE'],
+      ],
+    )
+  })
+
+  await t.test('deactivating an agent on one node', async (t) => {
+    const second = await admin(a, 'POST', `/admin/v1/companies/${key.companyId}/agents`, { name: 'Second' })
+    t.equal(second.status, 201)
+    const { token: carolToken } = await token(c, key, 'carol', second.body.id)
+    for (const base of [a, b, c]) t.equal((await verify(base, carolToken)).status, 200)
+    const patched = await admin(c, 'PATCH', `/admin/v1/agents/${second.body.id}`, { active: false })
+    t.equal(patched.status, 200)
+    const after = await Promise.all([a, b].map((base) => verify(base, carolToken)))
+    t.same(
+      after.map((v) => [v.status, v.body.code]),
+      [
+        [401, 'AGENT_INACTIVE'],
+        [401, 'AGENT_INACTIVE'],
+      ],
+    )
+  })
+
+  await t.test('revoking an API key on one node', async (t) => {
+    const extra = await admin(a, 'POST', `/admin/v1/companies/${key.companyId}/api-keys`, { name: 'to revoke' })
+    t.equal(extra.status, 201)
+    const creds = { keyId: extra.body.keyId, keySecret: extra.body.keySecret }
+    for (const base of [a, b, c]) t.equal((await call(base, 'POST', '/rest/v1/auth/token', { ...creds, userId: 'dave' })).status, 200)
+    t.equal((await admin(a, 'DELETE', `/admin/v1/api-keys/${creds.keyId}`)).status, 200)
+    const after = await Promise.all([b, c].map((base) => call(base, 'POST', '/rest/v1/auth/token', { ...creds, userId: 'dave' })))
+    t.same(
+      after.map((v) => [v.status, v.body.code]),
+      [
+        [401, 'INVALID_API_CREDENTIALS'],
+        [401, 'INVALID_API_CREDENTIALS'],
+      ],
+    )
+  })
+
+  await t.test('a node joining mid-stream, and one leaving', async (t) => {
+    const { token: eveToken, user } = await token(a, key, 'eve')
+    const joining = startNode('node-3', env())
+    // changes keep coming while it starts
+    for (let i = 0; i < 5; i++) {
+      const r = await call(b, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: user.id })
+      t.equal(r.status, 200)
+    }
+    const d = await joining
+    nodes.push(d)
+    t.equal((await verify(d.url, eveToken)).status, 401, 'the new node refuses the old token')
+    const { token: fresh } = await token(d.url, key, 'eve')
+    for (const base of [a, b, c, d.url]) t.equal((await verify(base, fresh)).status, 200)
+
+    await d.stop()
+    nodes = nodes.filter((n) => n !== d)
+    const started = performance.now()
+    t.equal((await call(a, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: user.id })).status, 200)
+    t.comment(`first invalidation after a node left cleanly: ${(performance.now() - started).toFixed(1)} ms`)
+    for (const base of [b, c]) t.equal((await verify(base, fresh)).status, 401)
+  })
+
+  const metrics = await call(a, 'GET', '/metrics')
+  t.match(String(metrics.body), /chat_auth_bus_publishes_total\{outcome="acked"\} \d+/)
+  t.match(String(metrics.body), /chat_auth_bus_ack_latency_seconds\{quantile="0.99"\}/)
+  t.match(String(metrics.body), /chat_auth_cache_fills_discarded_total/)
+})
