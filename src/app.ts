@@ -1,12 +1,12 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import { createGateway, type Gateway, type GatewayOptions } from './gateway.js'
-import { installErrorHandling } from './http/error-handler.js'
+import { body, installErrorHandling, toApiError } from './http/error-handler.js'
 import { tokenRoute } from './routes/token.js'
 import { invalidateRoute } from './routes/invalidate.js'
-import { verifyRoute } from './routes/verify.js'
+import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 
@@ -27,11 +27,17 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
   await fastify.register(adminRoutes, { gateway, prefix: '/admin/v1' })
 }
 
-/** Fastify's own options for this service: body limit, strict validation, our logger. */
-export function fastifyOptions(config: Config, logger: Logger): FastifyServerOptions {
+/**
+ * Fastify's own options for this service: body limit, strict validation, our logger, and
+ * SPEC bodies even for what fails before routing (a malformed URL).
+ */
+export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway): FastifyServerOptions {
   return {
     loggerInstance: logger,
     bodyLimit: config.bodyLimitBytes,
+    // Ids longer than find-my-way's default of 100 are "not found" (404), not a 414.
+    routerOptions: { maxParamLength: 2048 },
+    frameworkErrors: answerFrameworkError(gateway) as FastifyServerOptions['frameworkErrors'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
@@ -39,6 +45,16 @@ export function fastifyOptions(config: Config, logger: Logger): FastifyServerOpt
       // A number where a string is expected is a 400, not silently "123".
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false },
     },
+  }
+}
+
+/** What fails before routing (a malformed URL) still gets a SPEC body. */
+function answerFrameworkError(gateway: Gateway) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // A proxy's verify call is decided by its token, whatever its path looks like.
+    if (request.url.startsWith(VERIFY_PATH + '/')) return answerVerification(gateway, request, reply)
+    const apiError = toApiError(error)
+    return reply.code(apiError.statusCode).send(body(apiError))
   }
 }
 
@@ -50,7 +66,7 @@ export interface BuiltApp {
 /** A ready app over a new gateway; closing the app closes the gateway. */
 export async function buildApp(config: Config, options: GatewayOptions): Promise<BuiltApp> {
   const gateway = await createGateway(config, options)
-  const fastify = Fastify(fastifyOptions(config, options.logger)).withTypeProvider<TypeBoxTypeProvider>()
+  const fastify = Fastify(fastifyOptions(config, options.logger, gateway)).withTypeProvider<TypeBoxTypeProvider>()
   fastify.addHook('onClose', async () => gateway.close())
   try {
     await fastify.register(app, { gateway })

@@ -35,7 +35,13 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
       serializers: {
         // The request line only: a query string or a body may carry what must not be logged.
         req: (req: { method?: string; url?: string; id?: string }) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0] }),
-        err: pino.stdSerializers.err,
+        // Only what explains the error: a driver error may carry the statement's parameters.
+        err: (error: { name?: string; message?: string; code?: unknown; stack?: string }) => ({
+          type: error.name,
+          message: error.message,
+          code: error.code,
+          stack: error.stack,
+        }),
       },
     },
     destination,

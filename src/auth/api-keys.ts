@@ -10,6 +10,11 @@ export function generateApiKey(): { keyId: string; keySecret: string; secretHash
   return { keyId, keySecret, secretHash: hashSecret(keySecret) }
 }
 
+/** Key ids are visible ASCII; anything else cannot name a key (and is "not found"). */
+export function looksLikeKeyId(keyId: string): boolean {
+  return keyId.length <= 128 && /^[\x21-\x7e]+$/.test(keyId)
+}
+
 /** SHA-256: the secret is 256 random bits, so a slow password hash would only cost throughput. */
 export function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret, 'utf8').digest()

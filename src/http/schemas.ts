@@ -25,5 +25,8 @@ export const AgentSummary = Type.Object({
   active: Type.Boolean(),
 })
 
-/** Bounded strings: an empty or oversized value is a 400 before any work is done. */
-export const Text = (maxLength: number, minLength = 1) => Type.String({ minLength, maxLength })
+/**
+ * Bounded strings: an empty or oversized value is a 400 before any work is done, and so
+ * is a NUL character, which PostgreSQL cannot store in text.
+ */
+export const Text = (maxLength: number, minLength = 1) => Type.String({ minLength, maxLength, pattern: '^[^\\u0000]*$' })

@@ -28,6 +28,22 @@ function encodeHeaderValue(value: string): string {
   return /^[\x21-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value)
 }
 
+export const VERIFY_PATH = '/rest/v1/auth/verify'
+
+/** The verify endpoint's answer to one request: 200, 401 or 503, nothing else. */
+export async function answerVerification(gateway: Gateway, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  reply.header('cache-control', 'no-store')
+  try {
+    const verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
+    if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
+    return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
+  } catch (error) {
+    // Whatever went wrong, this endpoint cannot decide: 503, never an allow, never a 500.
+    request.log.error({ err: error }, 'verification could not be decided')
+    return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+  }
+}
+
 /**
  * SPEC §3.3: `/rest/v1/auth/verify` and everything below it, any method, any body, so
  * that nginx auth_request, Envoy ext_authz and Traefik ForwardAuth can point at it. It
@@ -41,22 +57,11 @@ export async function verifyRoute(fastify: FastifyInstance, { gateway }: { gatew
     done(null, undefined)
   })
 
-  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('cache-control', 'no-store')
-    try {
-      const verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
-      if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
-      return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
-    } catch (error) {
-      // Whatever went wrong, this endpoint cannot decide: 503, never an allow, never a 500.
-      request.log.error({ err: error }, 'verification could not be decided')
-      return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
-    }
-  }
+  const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(gateway, request, reply)
   const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => {
     request.log.error({ err: error }, 'verification failed before the handler')
     return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
   }
-  fastify.all('/rest/v1/auth/verify', { errorHandler }, handler)
-  fastify.all('/rest/v1/auth/verify/*', { errorHandler }, handler)
+  fastify.all(VERIFY_PATH, { errorHandler }, handler)
+  fastify.all(`${VERIFY_PATH}/*`, { errorHandler }, handler)
 }
