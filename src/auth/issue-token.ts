@@ -33,7 +33,7 @@ export async function agentOfCompany(gateway: Gateway, companyId: string, agentI
  * inactive user gets no token and no change.
  */
 export async function findOrCreateUser(gateway: Gateway, companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState> {
-  const { states, store, bus } = gateway
+  const { states, store } = gateway
   let user = await existingUser(gateway, companyId, externalId)
   if (user === undefined) {
     const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
@@ -49,7 +49,7 @@ export async function findOrCreateUser(gateway: Gateway, companyId: string, exte
   if (agent !== undefined && user.agentId !== agent.id) {
     const retied = await store.setUserAgent(user.id, agent.id)
     if (retied === undefined) throw errors.customerUserInactive()
-    await bus.publish({ kind: 'user', state: retied })
+    await gateway.announce({ kind: 'user', state: retied }, retied.outboxId)
     return retied
   }
   return user

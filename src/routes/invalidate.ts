@@ -30,7 +30,7 @@ export const invalidateRoute: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = 
       const user = await gateway.store.incrementTokenVersion(key.companyId, customerUserId)
       if (user === undefined) throw errors.customerUserNotFound()
       // Answers only once every node rejects the older tokens (SPEC §3.2 step 3).
-      await gateway.bus.publish({ kind: 'user', state: user })
+      await gateway.announce({ kind: 'user', state: user }, user.outboxId)
       return { message: 'All tokens invalidated successfully', customerUserId: user.id, newTokenVersion: user.tokenVersion }
     },
   )

@@ -54,6 +54,36 @@ export interface ApiKeyRecord {
   lastUsedAt: Date | null
 }
 
+/** What a publishing write returns: the record, and the id of its change_outbox row. */
+export type Outboxed<T> = T & { outboxId: string }
+
+/** The kinds of change_outbox rows, one per kind of published change (see bus.ts). */
+export type OutboxKind = 'user' | 'agent' | 'apiKey'
+
+export interface OutboxEntry {
+  id: string
+  kind: string
+  key: string
+}
+
+/** The state fields alone (a record carries more): what travels on the bus. */
+export const userState = (user: UserState): UserState => ({
+  id: user.id,
+  companyId: user.companyId,
+  externalId: user.externalId,
+  agentId: user.agentId,
+  tokenVersion: user.tokenVersion,
+  active: user.active,
+  revision: user.revision,
+})
+export const agentState = (agent: AgentState): AgentState => ({
+  id: agent.id,
+  companyId: agent.companyId,
+  name: agent.name,
+  active: agent.active,
+  revision: agent.revision,
+})
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
@@ -135,6 +165,20 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
   lastUsedAt: row.last_used_at,
 })
 
+/**
+ * One statement that runs `update` (an `UPDATE … RETURNING` of at most one row) and records
+ * the change in change_outbox, so the commit and its outbox row are atomic. The result is
+ * the updated row plus `outbox_id`; no row when nothing was updated (and then no outbox row).
+ */
+const withOutbox = (kind: OutboxKind, keyColumn: string, update: string) =>
+  `WITH changed AS (${update}),
+        outbox AS (INSERT INTO change_outbox (kind, key) SELECT '${kind}', ${keyColumn}::text FROM changed RETURNING id)
+   SELECT changed.*, outbox.id AS outbox_id FROM changed CROSS JOIN outbox`
+
+const outboxed =
+  <Row, T>(map: (row: Row) => T) =>
+  (row: Row & { outbox_id: string | number | bigint }): Outboxed<T> => ({ ...map(row), outboxId: String(row.outbox_id) })
+
 export type Store = ReturnType<typeof createStore>
 
 /** Every SQL statement of the service, over either back end. */
@@ -201,12 +245,16 @@ export function createStore(db: Db) {
     getAgent: (id: string): Promise<AgentRecord | undefined> =>
       one(`SELECT ${AGENT_COLUMNS} FROM agent WHERE id = $1`, [id], toAgent),
 
-    updateAgent: (id: string, patch: { name?: string; active?: boolean }): Promise<AgentRecord | undefined> =>
+    updateAgent: (id: string, patch: { name?: string; active?: boolean }): Promise<Outboxed<AgentRecord> | undefined> =>
       one(
-        `UPDATE agent SET name = COALESCE($2, name), active = COALESCE($3, active), revision = revision + 1
-         WHERE id = $1 RETURNING ${AGENT_COLUMNS}`,
+        withOutbox(
+          'agent',
+          'id',
+          `UPDATE agent SET name = COALESCE($2, name), active = COALESCE($3, active), revision = revision + 1
+           WHERE id = $1 RETURNING ${AGENT_COLUMNS}`,
+        ),
         [id, patch.name ?? null, patch.active ?? null],
-        toAgent,
+        outboxed(toAgent),
       ),
 
     // ── customer users ───────────────────────────────────────────────────────
@@ -233,29 +281,41 @@ export function createStore(db: Db) {
       ),
 
     /** Ties an active user to another agent; undefined when the user is inactive or gone. */
-    setUserAgent: (id: string, agentId: string): Promise<UserRecord | undefined> =>
+    setUserAgent: (id: string, agentId: string): Promise<Outboxed<UserRecord> | undefined> =>
       one(
-        `UPDATE customer_user SET agent_id = $2, revision = revision + 1, updated_at = now()
-         WHERE id = $1 AND active RETURNING ${USER_COLUMNS}`,
+        withOutbox(
+          'user',
+          'id',
+          `UPDATE customer_user SET agent_id = $2, revision = revision + 1, updated_at = now()
+           WHERE id = $1 AND active RETURNING ${USER_COLUMNS}`,
+        ),
         [id, agentId],
-        toUser,
+        outboxed(toUser),
       ),
 
     /** One atomic increment: the row lock serialises concurrent calls, none is lost. */
-    incrementTokenVersion: (companyId: string, id: string): Promise<UserRecord | undefined> =>
+    incrementTokenVersion: (companyId: string, id: string): Promise<Outboxed<UserRecord> | undefined> =>
       one(
-        `UPDATE customer_user SET token_version = token_version + 1, revision = revision + 1, updated_at = now()
-         WHERE id = $1 AND company_id = $2 RETURNING ${USER_COLUMNS}`,
+        withOutbox(
+          'user',
+          'id',
+          `UPDATE customer_user SET token_version = token_version + 1, revision = revision + 1, updated_at = now()
+           WHERE id = $1 AND company_id = $2 RETURNING ${USER_COLUMNS}`,
+        ),
         [id, companyId],
-        toUser,
+        outboxed(toUser),
       ),
 
-    setUserActive: (id: string, active: boolean): Promise<UserRecord | undefined> =>
+    setUserActive: (id: string, active: boolean): Promise<Outboxed<UserRecord> | undefined> =>
       one(
-        `UPDATE customer_user SET active = $2, revision = revision + 1, updated_at = now()
-         WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+        withOutbox(
+          'user',
+          'id',
+          `UPDATE customer_user SET active = $2, revision = revision + 1, updated_at = now()
+           WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+        ),
         [id, active],
-        toUser,
+        outboxed(toUser),
       ),
 
     // ── API keys ─────────────────────────────────────────────────────────────
@@ -287,17 +347,46 @@ export function createStore(db: Db) {
       ),
 
     /** Idempotent: a second revocation keeps the first revocation time. */
-    revokeApiKey: (keyId: string): Promise<ApiKeyRecord | undefined> =>
+    revokeApiKey: (keyId: string): Promise<Outboxed<ApiKeyRecord> | undefined> =>
       one(
-        `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`,
+        withOutbox('apiKey', 'key_id', `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`),
         [keyId],
-        toApiKey,
+        outboxed(toApiKey),
       ),
 
     /** Best-effort bookkeeping, batched off the request path. */
     markApiKeysUsed: async (keyIds: string[]): Promise<void> => {
       if (keyIds.length === 0) return
       await db.query(`UPDATE api_key SET last_used_at = now() WHERE key_id = ANY($1::text[])`, [keyIds])
+    },
+
+    // ── change outbox (see migrations/002_change_outbox.sql) ───────────────────
+    /** Rows in the outbox, and how many of them are older than `minAgeMs` (by the database's clock). */
+    outboxBacklog: async (minAgeMs: number): Promise<{ total: number; due: number }> => {
+      const row = (
+        await db.query<{ total: string | number; due: string | number }>(
+          `SELECT count(*) AS total, count(*) FILTER (WHERE created_at < now() - $1::double precision * interval '1 millisecond') AS due
+           FROM change_outbox`,
+          [minAgeMs],
+        )
+      )[0]!
+      return { total: Number(row.total), due: Number(row.due) }
+    },
+
+    /** The oldest outbox rows older than `minAgeMs`: changes whose publish was not confirmed (yet). */
+    dueOutbox: async (minAgeMs: number, limit: number): Promise<OutboxEntry[]> =>
+      (
+        await db.query<{ id: string | number | bigint; kind: string; key: string }>(
+          `SELECT id, kind, key FROM change_outbox
+           WHERE created_at < now() - $1::double precision * interval '1 millisecond' ORDER BY id LIMIT $2`,
+          [minAgeMs, limit],
+        )
+      ).map((row) => ({ id: String(row.id), kind: row.kind, key: row.key })),
+
+    /** Forgets outbox rows whose change the bus confirmed. */
+    deleteOutbox: async (ids: string[]): Promise<void> => {
+      if (ids.length === 0) return
+      await db.query(`DELETE FROM change_outbox WHERE id = ANY($1::bigint[])`, [ids])
     },
 
     // ── generated secrets ────────────────────────────────────────────────────

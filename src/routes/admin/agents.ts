@@ -7,7 +7,7 @@ import { errorResponses, Text } from '../../http/schemas.js'
 import { Agent, agentBody } from './schemas.js'
 
 export const agentRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store, bus } = gateway
+  const { store } = gateway
 
   fastify.post(
     '/companies/:companyId/agents',
@@ -40,7 +40,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = asyn
       const agent = isUuid(agentId) ? await store.updateAgent(agentId, request.body) : undefined
       if (agent === undefined) throw errors.notFound('Agent')
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      await bus.publish({ kind: 'agent', state: agent })
+      await gateway.announce({ kind: 'agent', state: agent }, agent.outboxId)
       return agentBody(agent)
     },
   )

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Gateway } from '../../gateway.js'
-import { generateApiKey } from '../../auth/api-keys.js'
+import { generateApiKey, looksLikeKeyId } from '../../auth/api-keys.js'
 import { errors } from '../../errors.js'
 import { isUuid } from '../../store/store.js'
 import { errorResponses, Text } from '../../http/schemas.js'
@@ -16,7 +16,7 @@ const CreatedApiKey = Type.Object({
 })
 
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store, bus } = gateway
+  const { store } = gateway
   const CompanyParams = Type.Object({ companyId: Type.String() })
 
   fastify.post(
@@ -24,14 +24,18 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = asy
     {
       schema: {
         params: CompanyParams,
-        body: Type.Optional(Type.Object({ name: Type.Optional(Text(200)) })),
+        body: Type.Object({ name: Type.Optional(Text(200)) }),
         response: { 201: CreatedApiKey, ...errorResponses(400, 401, 404) },
+      },
+      // `{name?}`: no body at all is a key without a name.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {}
       },
     },
     async (request, reply) => {
       const { companyId } = request.params
       const { keyId, keySecret, secretHash } = generateApiKey()
-      const created = isUuid(companyId) ? await store.createApiKey(companyId, keyId, secretHash, request.body?.name ?? null) : undefined
+      const created = isUuid(companyId) ? await store.createApiKey(companyId, keyId, secretHash, request.body.name ?? null) : undefined
       if (created === undefined) throw errors.notFound('Company')
       // The only time the secret is shown; only its hash is kept.
       return reply.code(201).send({ keyId, keySecret, companyId: created.companyId, name: created.name, createdAt: created.createdAt.toISOString() })
@@ -52,15 +56,15 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = asy
     '/api-keys/:keyId',
     {
       schema: {
-        params: Type.Object({ keyId: Type.String({ maxLength: 128 }) }),
+        params: Type.Object({ keyId: Type.String() }),
         response: { 200: Type.Object({ keyId: Type.String(), revokedAt: Type.String() }), ...errorResponses(401, 404, 503) },
       },
     },
     async (request) => {
-      const revoked = await store.revokeApiKey(request.params.keyId)
+      const revoked = looksLikeKeyId(request.params.keyId) ? await store.revokeApiKey(request.params.keyId) : undefined
       if (revoked === undefined) throw errors.notFound('API key')
       // Refused on every node before this answers (SPEC §4).
-      await bus.publish({ kind: 'apiKey', keyId: revoked.keyId, revision: 1 })
+      await gateway.announce({ kind: 'apiKey', keyId: revoked.keyId, revision: 1 }, revoked.outboxId)
       return { keyId: revoked.keyId, revokedAt: revoked.revokedAt!.toISOString() }
     },
   )

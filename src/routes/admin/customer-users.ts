@@ -9,7 +9,7 @@ import { CustomerUser, customerUserBody } from './schemas.js'
 const UserParams = Type.Object({ customerUserId: Type.String() })
 
 export const customerUserRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store, bus } = gateway
+  const { store } = gateway
 
   fastify.get(
     '/customer-users/:customerUserId',
@@ -36,7 +36,7 @@ export const customerUserRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }>
       const user = isUuid(customerUserId) ? await store.setUserActive(customerUserId, request.body.active) : undefined
       if (user === undefined) throw errors.notFound('Customer user')
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      await bus.publish({ kind: 'user', state: user })
+      await gateway.announce({ kind: 'user', state: user }, user.outboxId)
       return customerUserBody(user)
     },
   )

@@ -1,0 +1,244 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { buildApp } from '../src/app.js'
+import type { Change, InvalidationBus } from '../src/bus/bus.js'
+import { createMemoryBus } from '../src/bus/memory-bus.js'
+import { loadConfig } from '../src/config.js'
+import { StoreUnavailableError } from '../src/errors.js'
+import type { GatewayOptions } from '../src/gateway.js'
+import { createLogger } from '../src/logger.js'
+import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
+import { migrate } from '../src/store/migrate.js'
+import { createStore } from '../src/store/store.js'
+import { startRedis, type RedisServer } from './chaos/lib/services.js'
+import { startTcpProxy } from './chaos/lib/tcp-proxy.js'
+import {
+  ADMIN_TOKEN,
+  createTenant,
+  freshPostgresDatabase,
+  invalidate,
+  issueToken,
+  JWT_SECRET,
+  sharedDb,
+  startApp,
+  STORE,
+  verify,
+  type TestApp,
+  type Teardown,
+} from './support/helpers.js'
+
+/**
+ * The change outbox: every publishing write leaves a change_outbox row in the same
+ * statement; the writer deletes it once the bus confirmed the publish; the relay of any
+ * node republishes (the current state of) rows a writer gave up on. Deadlines are
+ * generous and nothing is timed: we only poll until something holds, or give up.
+ */
+const DEADLINE_MS = 15_000
+
+async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = DEADLINE_MS): Promise<void> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    if (await check()) return
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const outboxRows = async (db: Db) =>
+  (await db.query<{ kind: string; key: string }>('SELECT kind, key FROM change_outbox ORDER BY id')).map((r) => `${r.kind}:${r.key}`)
+
+const metric = (node: TestApp, name: string): number => {
+  const line = node.gateway.metrics
+    .render()
+    .split('\n')
+    .find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{}'))
+  return line === undefined ? Number.NaN : Number(line.split(' ').pop())
+}
+
+/** A node built like startApp does, with gateway options startApp does not pass (a bus, relay timing). */
+async function startNode(t: Teardown, db: Db | undefined, env: Record<string, string>, options: Partial<GatewayOptions> = {}): Promise<TestApp> {
+  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...env })
+  const logs: string[] = []
+  const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
+  const { app, gateway } = await buildApp(config, { logger, ...(db ? { db } : {}), ...options })
+  t.teardown(() => app.close())
+  return {
+    app,
+    gateway,
+    config,
+    logs,
+    inject: (o) => app.inject(o),
+    admin: (method, url, payload) =>
+      app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) }),
+  }
+}
+
+/** The in-process bus, with a switch that makes every publish fail like an unreachable Redis. */
+function flakyBus(): InvalidationBus & { failing: boolean } {
+  const inner = createMemoryBus()
+  const bus = {
+    ...inner,
+    failing: false,
+    async publish(change: Change) {
+      if (bus.failing) throw new StoreUnavailableError('invalidation channel unavailable: publish not confirmed')
+      await inner.publish(change)
+    },
+  }
+  return bus
+}
+
+t.test(`[${STORE}] every publishing write leaves exactly one outbox row until it is announced`, async (t) => {
+  const node = await startApp(t, {}, { db: await sharedDb(t) })
+  const { store, db } = node.gateway
+  const tenant = await createTenant(node)
+  const other = (await node.admin('POST', `/admin/v1/companies/${tenant.companyId}/agents`, { name: 'second' })).json()
+  const issued = await issueToken(node, tenant, 'alice')
+  const userId = issued.user.id
+  t.same(await outboxRows(db), [], 'creating companies, agents, keys and users publishes nothing')
+
+  const writes = [
+    { name: 'incrementTokenVersion', row: `user:${userId}`, write: () => store.incrementTokenVersion(tenant.companyId, userId) },
+    { name: 'setUserActive', row: `user:${userId}`, write: () => store.setUserActive(userId, true) },
+    { name: 'setUserAgent', row: `user:${userId}`, write: () => store.setUserAgent(userId, other.id) },
+    { name: 'updateAgent', row: `agent:${other.id}`, write: () => store.updateAgent(other.id, { name: 'renamed' }) },
+    { name: 'revokeApiKey', row: `apiKey:${tenant.keyId}`, write: () => store.revokeApiKey(tenant.keyId) },
+  ]
+  for (const { name, row, write } of writes) {
+    const record = (await write())!
+    t.match(record.outboxId, /^\d+$/, `${name} returns its outbox id`)
+    t.same(await outboxRows(db), [row], `${name}: one outbox row, committed with the change`)
+    const change: Change =
+      row.startsWith('user:') ? { kind: 'user', state: record as never } : row.startsWith('agent:') ? { kind: 'agent', state: record as never } : { kind: 'apiKey', keyId: tenant.keyId, revision: 1 }
+    await node.gateway.announce(change, record.outboxId)
+    await eventually(`${name}: the outbox row to go once announced`, async () => (await outboxRows(db)).length === 0)
+  }
+  t.pass('no row is left once each write was announced')
+
+  // Writes that change nothing leave nothing.
+  t.equal(await store.incrementTokenVersion(tenant.companyId, '00000000-0000-4000-8000-000000000000'), undefined)
+  t.equal(await store.revokeApiKey('ak_nope'), undefined)
+  t.same(await outboxRows(db), [], 'a write that matched no row leaves no outbox row')
+
+  // Through the HTTP API: the routes announce, so nothing stays behind.
+  const tenant2 = await createTenant(node, 'Globex')
+  const bob = await issueToken(node, tenant2, 'bob')
+  t.equal((await invalidate(node, tenant2, bob.user.id)).statusCode, 200)
+  t.equal((await node.admin('PATCH', `/admin/v1/customer-users/${bob.user.id}`, { active: false })).statusCode, 200)
+  t.equal((await node.admin('PATCH', `/admin/v1/agents/${tenant2.agentId}`, { active: false })).statusCode, 200)
+  t.equal((await node.admin('DELETE', `/admin/v1/api-keys/${tenant2.keyId}`)).statusCode, 200)
+  await eventually('the routes’ outbox rows to go', async () => (await outboxRows(db)).length === 0)
+  t.pass('every route announces its write')
+})
+
+t.test(`[${STORE}] one node: a change whose publish failed reaches the cache through the relay`, async (t) => {
+  const bus = flakyBus()
+  const node = await startNode(t, await sharedDb(t), {}, { bus, outboxRelay: { maxBackoffMs: 500 } })
+  const tenant = await createTenant(node)
+  const { token, user } = await issueToken(node, tenant, 'carol')
+  t.equal((await verify(node, token)).statusCode, 200, 'the token is good, and its user is cached')
+
+  bus.failing = true
+  const answer = await invalidate(node, tenant, user.id)
+  t.equal(answer.statusCode, 503, 'the bus could not confirm the publish: the write answers 503')
+  t.same(await outboxRows(node.gateway.db), [`user:${user.id}`], 'the change is committed, and so is its outbox row')
+  t.equal((await verify(node, token)).statusCode, 200, 'the cache still holds the old state (the gap the outbox closes)')
+
+  await eventually('the relay to try, and fail, to republish it', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 1)
+  t.equal((await verify(node, token)).statusCode, 200, 'still the old state while the bus is down')
+  bus.failing = false
+  await eventually('the relay to republish the change', async () => (await verify(node, token)).statusCode === 401)
+  t.equal((await verify(node, token)).json().code, 'TOKEN_REVOKED')
+  await eventually('the outbox to drain', async () => (await outboxRows(node.gateway.db)).length === 0)
+  t.ok(metric(node, 'chat_auth_outbox_republished_total') >= 1, 'republished rows are counted')
+  t.match(node.gateway.metrics.render(), /chat_auth_outbox_backlog \d+/)
+
+  // A writer that died between commit and publish: the store write alone, never announced.
+  const dave = await issueToken(node, tenant, 'dave')
+  t.equal((await verify(node, dave.token)).statusCode, 200)
+  await node.gateway.store.setUserActive(dave.user.id, false)
+  t.equal((await verify(node, dave.token)).statusCode, 200, 'cached: still accepted right after the unannounced commit')
+  await eventually('the relay to deliver the deactivation', async () => (await verify(node, dave.token)).statusCode === 401)
+  t.equal((await verify(node, dave.token)).json().code, 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE')
+})
+
+t.test('two nodes over PostgreSQL and Redis: changes a writer never published reach the other node', async (t) => {
+  const redis: RedisServer = await startRedis()
+  t.teardown(() => redis.stop())
+  const proxy = await startTcpProxy(redis.port)
+  t.teardown(() => proxy.close())
+  const databaseUrl = await freshPostgresDatabase(t)
+  const env = { DATABASE_URL: databaseUrl, CACHE_LEASE_MS: '500' }
+  // The writer reaches Redis through a proxy the test controls; the reader directly.
+  const writer = await startApp(t, { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` })
+  const reader = await startApp(t, { ...env, REDIS_URL: redis.url })
+  await eventually('both nodes to trust their caches', () => writer.gateway.bus.trusted() && reader.gateway.bus.trusted())
+  const tenant = await createTenant(writer)
+
+  await t.test('the writer crashed between commit and publish', async (t) => {
+    const { token, user } = await issueToken(writer, tenant, 'erin')
+    t.equal((await verify(reader, token)).statusCode, 200, 'the reader caches the user')
+    // The crashed writer: its own connection, the commit (with its outbox row), and nothing else.
+    const crashed = createPostgresDb(databaseUrl)
+    await createStore(crashed).incrementTokenVersion(tenant.companyId, user.id)
+    await crashed.close()
+    t.equal((await verify(reader, token)).statusCode, 200, 'right after the commit the reader still serves its cache')
+    await eventually('a relay to republish the change', async () => (await verify(reader, token)).statusCode === 401)
+    t.equal((await verify(reader, token)).json().code, 'TOKEN_REVOKED')
+    t.equal((await verify(writer, token)).statusCode, 401)
+    await eventually('the outbox to drain', async () => (await outboxRows(reader.gateway.db)).length === 0)
+  })
+
+  await t.test('a Redis blip on the writer: its write answers 503, the reader catches up anyway', async (t) => {
+    const { token, user } = await issueToken(writer, tenant, 'frank')
+    t.equal((await verify(reader, token)).statusCode, 200, 'the reader caches the user')
+    t.equal(await proxy.blackhole(':cmd:'), 1, "the writer's command connection goes silent")
+    const answer = await invalidate(writer, tenant, user.id)
+    t.equal(answer.statusCode, 503, 'the publish could not be confirmed')
+    t.equal((await verify(reader, token)).statusCode, 200, 'the reader still serves its cache (the gap)')
+    await eventually('the relay to republish the change', async () => (await verify(reader, token)).statusCode === 401)
+    t.equal((await verify(reader, token)).json().code, 'TOKEN_REVOKED')
+    await eventually('the outbox to drain', async () => (await outboxRows(reader.gateway.db)).length === 0)
+    t.ok(metric(reader, 'chat_auth_outbox_republished_total') + metric(writer, 'chat_auth_outbox_republished_total') >= 2)
+  })
+})
+
+t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
+  if (STORE === 'pglite') {
+    const db = await createPgliteDb('memory://')
+    const node = await startNode(t, db, {}, { outboxRelay: { intervalMs: 50, maxBackoffMs: 200 } })
+    const tenant = await createTenant(node)
+    const { user } = await issueToken(node, tenant, 'gina')
+    await node.gateway.store.incrementTokenVersion(tenant.companyId, user.id) // left for the relay
+    await db.close()
+    await eventually('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 3)
+    t.ok(node.logs.some((l) => l.includes('outbox relay round failed') && l.includes('"level":40')), 'failures are logged at warn')
+    const closing = Date.now()
+    await node.app.close()
+    t.ok(Date.now() - closing < DEADLINE_MS, 'and shutdown is not blocked')
+    return
+  }
+  // PostgreSQL behind a proxy the test controls: refuse and reset every connection, then let them back.
+  const url = new URL(await freshPostgresDatabase(t))
+  const setup = createPostgresDb(url.toString())
+  await migrate(setup)
+  await setup.close()
+  const proxy = await startTcpProxy(Number(url.port || 5432), url.hostname)
+  t.teardown(() => proxy.close())
+  url.port = String(proxy.port)
+  const node = await startNode(t, undefined, { DATABASE_URL: url.toString() }, { outboxRelay: { intervalMs: 50, minAgeMs: 5000, maxBackoffMs: 200 } })
+  const tenant = await createTenant(node)
+  const { token, user } = await issueToken(node, tenant, 'gina')
+  t.equal((await verify(node, token)).statusCode, 200, 'the user is cached')
+  // A change committed and never announced; the database goes away before the relay may take it.
+  await node.gateway.store.incrementTokenVersion(tenant.companyId, user.id)
+  await proxy.refuse()
+  await proxy.reset()
+  await eventually('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 3)
+  t.ok(node.logs.some((l) => l.includes('outbox relay round failed') && l.includes('"level":40')), 'failures are logged at warn')
+
+  await proxy.accept()
+  await eventually('the relay to recover and deliver the change', async () => (await verify(node, token)).statusCode === 401)
+  t.equal((await verify(node, token)).json().code, 'TOKEN_REVOKED')
+  t.ok(node.logs.some((l) => l.includes('outbox relay recovered')), 'recovery is logged')
+  await eventually('the outbox to drain', async () => (await outboxRows(node.gateway.db)).length === 0)
+})
