@@ -1,30 +1,22 @@
-import { Writable } from 'node:stream'
 import t from 'tap'
-import { buildApp } from '../src/app.js'
 import type { Change, InvalidationBus } from '../src/bus/bus.js'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
-import { loadConfig } from '../src/config.js'
 import { StoreUnavailableError } from '../src/errors.js'
-import type { GatewayOptions } from '../src/gateway.js'
-import { createLogger } from '../src/logger.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate } from '../src/store/migrate.js'
 import { createStore } from '../src/store/store.js'
 import { startRedis, type RedisServer } from './chaos/lib/services.js'
 import { startTcpProxy } from './chaos/lib/tcp-proxy.js'
 import {
-  ADMIN_TOKEN,
   createTenant,
   freshPostgresDatabase,
   invalidate,
   issueToken,
-  JWT_SECRET,
   sharedDb,
   startApp,
   STORE,
   verify,
   type TestApp,
-  type Teardown,
 } from './support/helpers.js'
 
 /**
@@ -55,23 +47,6 @@ const metric = (node: TestApp, name: string): number => {
   return line === undefined ? Number.NaN : Number(line.split(' ').pop())
 }
 
-/** A node built like startApp does, with gateway options startApp does not pass (a bus, relay timing). */
-async function startNode(t: Teardown, db: Db | undefined, env: Record<string, string>, options: Partial<GatewayOptions> = {}): Promise<TestApp> {
-  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...env })
-  const logs: string[] = []
-  const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
-  const { app, gateway } = await buildApp(config, { logger, ...(db ? { db } : {}), ...options })
-  t.teardown(() => app.close())
-  return {
-    app,
-    gateway,
-    config,
-    logs,
-    inject: (o) => app.inject(o),
-    admin: (method, url, payload) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) }),
-  }
-}
 
 /** The in-process bus, with a switch that makes every publish fail like an unreachable Redis. */
 function flakyBus(): InvalidationBus & { failing: boolean } {
@@ -132,7 +107,7 @@ t.test(`[${STORE}] every publishing write leaves exactly one outbox row until it
 
 t.test(`[${STORE}] one node: a change whose publish failed reaches the cache through the relay`, async (t) => {
   const bus = flakyBus()
-  const node = await startNode(t, await sharedDb(t), {}, { bus, outboxRelay: { maxBackoffMs: 500 } })
+  const node = await startApp(t, {}, { db: await sharedDb(t), bus, outboxRelay: { maxBackoffMs: 500 } })
   const tenant = await createTenant(node)
   const { token, user } = await issueToken(node, tenant, 'carol')
   t.equal((await verify(node, token)).statusCode, 200, 'the token is good, and its user is cached')
@@ -205,7 +180,7 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
 t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
   if (STORE === 'pglite') {
     const db = await createPgliteDb('memory://')
-    const node = await startNode(t, db, {}, { outboxRelay: { intervalMs: 50, maxBackoffMs: 200 } })
+    const node = await startApp(t, {}, { db, outboxRelay: { intervalMs: 50, maxBackoffMs: 200 } })
     const tenant = await createTenant(node)
     const { user } = await issueToken(node, tenant, 'gina')
     await node.gateway.store.incrementTokenVersion(tenant.companyId, user.id) // left for the relay
@@ -225,7 +200,7 @@ t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
   const proxy = await startTcpProxy(Number(url.port || 5432), url.hostname)
   t.teardown(() => proxy.close())
   url.port = String(proxy.port)
-  const node = await startNode(t, undefined, { DATABASE_URL: url.toString() }, { outboxRelay: { intervalMs: 50, minAgeMs: 5000, maxBackoffMs: 200 } })
+  const node = await startApp(t, { DATABASE_URL: url.toString() }, { outboxRelay: { intervalMs: 50, minAgeMs: 5000, maxBackoffMs: 200 } })
   const tenant = await createTenant(node)
   const { token, user } = await issueToken(node, tenant, 'gina')
   t.equal((await verify(node, token)).statusCode, 200, 'the user is cached')

@@ -5,7 +5,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
-import type { Gateway } from '../../src/gateway.js'
+import type { Gateway, GatewayOptions } from '../../src/gateway.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js'
 
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
@@ -68,12 +68,12 @@ export interface TestApp {
 }
 
 /** A node on a fresh store (unless `env` names one), closed when the test ends. */
-export async function startApp(t: Teardown, env: Record<string, string> = {}, options: { db?: Db } = {}): Promise<TestApp> {
+export async function startApp(t: Teardown, env: Record<string, string> = {}, options: Partial<Omit<GatewayOptions, 'logger'>> = {}): Promise<TestApp> {
   const base = env.DATABASE_URL || env.DATA_DIR || options.db ? {} : await storeEnv(t)
   const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...base, ...env })
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
-  const { app, gateway } = await buildApp(config, { logger, db: options.db })
+  const { app, gateway } = await buildApp(config, { ...options, logger })
   t.teardown(() => app.close())
   return {
     app,
