@@ -40,6 +40,8 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
     frameworkErrors: answerFrameworkError(gateway) as FastifyServerOptions['frameworkErrors'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
+    // Nor is a child logger built for every request: errors log their request id themselves.
+    childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
     ajv: {
       // A number where a string is expected is a 400, not silently "123".

@@ -31,7 +31,7 @@ const plugin: FastifyPluginAsync<ChatAuthPluginOptions> = async (fastify: Fastif
     try {
       verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
     } catch (error) {
-      request.log.error({ err: error }, 'verification could not be decided')
+      request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
       return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
     }
     if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))

@@ -1,7 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
-import type { States } from '../cache/states.js'
-import { isUuid } from '../store/store.js'
+import type { MaybePromise, States } from '../cache/states.js'
+import { isUuid, type AgentState, type UserState } from '../store/store.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
 export interface Identity {
@@ -14,7 +14,11 @@ export interface Identity {
 
 export type Verdict = { ok: true; identity: Identity } | { ok: false; denial: Denial }
 
-export type VerifyToken = (token: string | undefined) => Promise<Verdict>
+/**
+ * The verdict for a token. When every state it needs is cached it is returned as a value
+ * (a cache hit does no I/O and needs no promise); otherwise as a promise: `await` it.
+ */
+export type VerifyToken = (token: string | undefined) => MaybePromise<Verdict>
 
 export interface VerifierOptions {
   keyring: Keyring
@@ -28,8 +32,8 @@ export interface VerifierOptions {
 /**
  * The checks of SPEC §3.3, in their order; the first failure decides. No HTTP here: the
  * verify endpoint and the in-process Fastify plugin both call this. A store that cannot
- * answer makes it throw StoreUnavailableError, which callers turn into 503, never into
- * an allow.
+ * answer makes it reject with StoreUnavailableError, which callers turn into 503, never
+ * into an allow.
  */
 export function createTokenVerifier(options: VerifierOptions): VerifyToken {
   const { keyring, states, clockToleranceSeconds } = options
@@ -40,7 +44,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return { ok: false, denial }
   }
 
-  return async function verifyToken(token) {
+  return function verifyToken(token) {
     // 0. a Bearer token is present
     if (token === undefined || token === '') return deny(denials.missingToken)
 
@@ -51,8 +55,12 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 2. not expired
     if (now() / 1000 >= claims.exp + clockToleranceSeconds) return deny(denials.expired)
 
+    const user = isUuid(claims.sub) ? states.user(claims.sub) : undefined
+    return user instanceof Promise ? user.then((found) => checkUser(claims, found)) : checkUser(claims, user)
+  }
+
+  function checkUser(claims: VerifiedClaims, user: UserState | undefined): MaybePromise<Verdict> {
     // 3. customer user exists and is active
-    const user = isUuid(claims.sub) ? await states.user(claims.sub) : undefined
     if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
 
     // 4. tokenVersion equals the user's token_version
@@ -61,8 +69,12 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 5. the user's company is the token's company
     if (user.companyId !== claims.companyId) return deny(denials.companyMismatch)
 
+    const agent = isUuid(claims.agentId) ? states.agent(claims.agentId) : undefined
+    return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
+  }
+
+  function checkAgent(claims: VerifiedClaims, user: UserState, agent: AgentState | undefined): Verdict {
     // 6. the token's agent exists, belongs to that company, and is active
-    const agent = isUuid(claims.agentId) ? await states.agent(claims.agentId) : undefined
     if (agent === undefined || agent.companyId !== user.companyId || !agent.active) return deny(denials.agentInactive)
 
     count('OK')

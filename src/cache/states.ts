@@ -8,9 +8,10 @@ import { CoherentCache, type Revisioned } from './coherent-cache.js'
  * vouches for them, read from the store otherwise. A hit does no I/O at all.
  */
 export interface States {
-  user(id: string): Promise<UserState | undefined>
-  agent(id: string): Promise<AgentState | undefined>
-  apiKey(keyId: string): Promise<ApiKeyState | undefined>
+  /** The cached state itself on a hit (no promise, no I/O); a promise of a store read otherwise. */
+  user(id: string): MaybePromise<UserState | undefined>
+  agent(id: string): MaybePromise<AgentState | undefined>
+  apiKey(keyId: string): MaybePromise<ApiKeyState | undefined>
   /** (company, external id) → user id never changes once made, so it needs no coherence. */
   knownUserId(companyId: string, externalId: string): string | undefined
   rememberUserId(companyId: string, externalId: string, userId: string): void
@@ -18,6 +19,7 @@ export interface States {
 }
 
 type ApiKeyRevision = ApiKeyState & Revisioned
+export type MaybePromise<T> = T | Promise<T>
 
 export function createStates(store: Store, bus: InvalidationBus, cacheSize: number): States {
   const users = new CoherentCache<UserState>(cacheSize)
@@ -29,7 +31,7 @@ export function createStates(store: Store, bus: InvalidationBus, cacheSize: numb
   bus.onChange((change: Change) => {
     switch (change.kind) {
       case 'user':
-        users.apply(change.state.id, change.state.revision, compactUser(change.state, intern))
+        users.apply(change.state.id, change.state.revision, compactUser(change.state, change.state.id, intern))
         break
       case 'agent':
         agents.apply(change.state.id, change.state.revision, compactAgent(change.state, intern))
@@ -45,11 +47,15 @@ export function createStates(store: Store, bus: InvalidationBus, cacheSize: numb
     apiKeys.flush()
   })
 
-  async function read<V extends Revisioned>(cache: CoherentCache<V>, key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+  function read<V extends Revisioned>(cache: CoherentCache<V>, key: string, load: () => Promise<V | undefined>): MaybePromise<V | undefined> {
     if (bus.trusted()) {
       const hit = cache.get(key)
       if (hit !== undefined) return hit
     }
+    return fill(cache, key, load)
+  }
+
+  async function fill<V extends Revisioned>(cache: CoherentCache<V>, key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
     // The read starts after the request did, so its answer is current for this request
     // whatever happens to the cache; the ticket decides only whether it may be kept.
     const ticket = cache.ticket()
@@ -60,7 +66,7 @@ export function createStates(store: Store, bus: InvalidationBus, cacheSize: numb
 
   return {
     caches: { users, agents, apiKeys },
-    user: (id) => read(users, id, async () => compactUser(await store.getUser(id), intern)),
+    user: (id) => read(users, id, async () => compactUser(await store.getUser(id), id, intern)),
     agent: (id) => read(agents, id, async () => compactAgent(await store.getAgent(id), intern)),
     apiKey: (keyId) =>
       read(apiKeys, keyId, async () => {
@@ -76,10 +82,11 @@ export function createStates(store: Store, bus: InvalidationBus, cacheSize: numb
 
 // Only the fields verification needs, with company and agent ids shared between the
 // many users that carry them: it keeps a million cached users small.
-function compactUser<T extends UserState | undefined>(user: T, intern: (s: string) => string): T {
+// The id is the cache key's own string: one copy per cached user, not two.
+function compactUser<T extends UserState | undefined>(user: T, id: string, intern: (s: string) => string): T {
   if (user === undefined) return user
   return {
-    id: user.id,
+    id,
     companyId: intern(user.companyId),
     externalId: user.externalId,
     agentId: intern(user.agentId),

@@ -8,10 +8,11 @@ import { ApiError, errors, StoreUnavailableError, type ErrorBody } from '../erro
 export function installErrorHandling(fastify: FastifyInstance): void {
   fastify.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error as FastifyError)
+    const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
     if (apiError.statusCode >= 500) {
-      request.log.error({ err: error }, apiError.statusCode === 503 ? 'store unavailable' : 'unexpected error')
+      request.log.error({ ...where, err: error }, apiError.statusCode === 503 ? 'store unavailable' : 'unexpected error')
     } else {
-      request.log.info({ code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
+      request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
     }
     return reply.code(apiError.statusCode).headers(apiError.headers).send(body(apiError))
   })

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Gateway } from '../gateway.js'
-import { bearerToken, type Identity } from '../auth/verify.js'
+import { Type } from '@sinclair/typebox'
+import { bearerToken, type Identity, type Verdict } from '../auth/verify.js'
+import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
 import { BEARER_CHALLENGE, denialBody, errors } from '../errors.js'
 import { body } from '../http/error-handler.js'
 
@@ -10,8 +12,19 @@ export function identityBody(identity: Identity) {
     user: identity.user,
     agent: identity.agent,
     tokenVersion: identity.tokenVersion,
-    expiresAt: new Date(identity.exp * 1000).toISOString(),
+    expiresAt: isoSeconds(identity.exp),
   }
+}
+
+// Tokens issued in the same second share their expiry: format each second once.
+let lastSeconds = Number.NaN
+let lastIso = ''
+function isoSeconds(seconds: number): string {
+  if (seconds !== lastSeconds) {
+    lastIso = new Date(seconds * 1000).toISOString()
+    lastSeconds = seconds
+  }
+  return lastIso
 }
 
 export function identityHeaders(identity: Identity): Record<string, string> {
@@ -30,19 +43,41 @@ function encodeHeaderValue(value: string): string {
 
 export const VERIFY_PATH = '/rest/v1/auth/verify'
 
-/** The verify endpoint's answer to one request: 200, 401 or 503, nothing else. */
-export async function answerVerification(gateway: Gateway, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+/**
+ * The verify endpoint's answer to one request: 200, 401 or 503, nothing else. On a cache
+ * hit it answers synchronously: the hot path makes no promise at all.
+ */
+export function answerVerification(gateway: Gateway, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   reply.header('cache-control', 'no-store')
+  let verdict: Verdict | Promise<Verdict>
   try {
-    const verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
-    if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
-    return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
+    verdict = gateway.verifyToken(bearerToken(request.headers.authorization))
   } catch (error) {
-    // Whatever went wrong, this endpoint cannot decide: 503, never an allow, never a 500.
-    request.log.error({ err: error }, 'verification could not be decided')
-    return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+    return cannotDecide(request, reply, error)
   }
+  return verdict instanceof Promise
+    ? verdict.then((settled) => answer(reply, settled), (error) => cannotDecide(request, reply, error))
+    : answer(reply, verdict)
 }
+
+function answer(reply: FastifyReply, verdict: Verdict): FastifyReply {
+  if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
+  return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
+}
+
+/** Whatever went wrong, the endpoint cannot decide: 503, never an allow, never a 500. */
+function cannotDecide(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
+  return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+}
+
+const VerifyResponse = Type.Object({
+  user: UserBody,
+  agent: AgentSummary,
+  tokenVersion: Type.Integer(),
+  expiresAt: Type.String(),
+})
+const schema = { response: { 200: VerifyResponse, ...errorResponses(401, 503) } }
 
 /**
  * SPEC §3.3: `/rest/v1/auth/verify` and everything below it, any method, any body, so
@@ -58,10 +93,7 @@ export async function verifyRoute(fastify: FastifyInstance, { gateway }: { gatew
   })
 
   const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(gateway, request, reply)
-  const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => {
-    request.log.error({ err: error }, 'verification failed before the handler')
-    return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
-  }
-  fastify.all(VERIFY_PATH, { errorHandler }, handler)
-  fastify.all(`${VERIFY_PATH}/*`, { errorHandler }, handler)
+  const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => cannotDecide(request, reply, error)
+  fastify.all(VERIFY_PATH, { errorHandler, schema }, handler)
+  fastify.all(`${VERIFY_PATH}/*`, { errorHandler, schema }, handler)
 }
