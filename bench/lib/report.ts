@@ -1,0 +1,235 @@
+import { fmtMs, type LoadResult } from './load.js'
+import type { MixedStats } from './scenarios.js'
+import type { MemoryResult } from '../memory.js'
+
+export interface Report {
+  command: string
+  machine: string
+  settings: string
+  data: string
+  results: Record<string, LoadResult[]>
+  rss: Record<string, number[]>
+  memory: MemoryResult | undefined
+  fill:
+    | {
+        rps: number
+        p99: number
+        cached?: number
+        rssMb?: number
+        peakRssMb?: number
+        rssEmptyMb?: number
+        rssAfterGcMb?: number
+        heapLiveMb?: number
+        heapBeforeGcMb?: number
+        heapTotalMb?: number
+        liveBytesPerUser?: number
+      }
+    | undefined
+  mixed: MixedStats[]
+  cluster: Array<{ nodes: number; results: LoadResult[]; stats: MixedStats[] }>
+  notes: string[]
+  elapsedS: number
+  latencyRate?: number
+}
+
+export function median(values: number[]): number {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b)
+  if (v.length === 0) return NaN
+  const mid = v.length >> 1
+  return v.length % 2 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
+}
+
+export interface Summary {
+  rounds: number
+  rps: number
+  rpsAll: number[]
+  p50: number
+  p99: number
+  p999: number
+  errors: number
+  non2xx: Record<string, number>
+  wrong: number
+  requests: number
+}
+
+export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefined {
+  if (!runs || runs.length === 0) return undefined
+  const non2xx: Record<string, number> = {}
+  for (const r of runs) for (const [status, n] of Object.entries(r.statuses)) if (!status.startsWith('2')) non2xx[status] = (non2xx[status] ?? 0) + n
+  return {
+    rounds: runs.length,
+    rps: median(runs.map((r) => r.rps)),
+    rpsAll: runs.map((r) => r.rps),
+    p50: median(runs.map((r) => r.latency.p50)),
+    p99: median(runs.map((r) => r.latency.p99)),
+    p999: median(runs.map((r) => r.latency.p999)),
+    errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    non2xx,
+    wrong: runs.reduce((n, r) => n + r.wrong, 0),
+    requests: runs.reduce((n, r) => n + r.responses, 0),
+  }
+}
+
+interface Check {
+  text: string
+  ok: boolean | undefined
+}
+
+const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US'))
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '-' : (a / b).toFixed(2) + '×')
+const statuses = (s: Record<string, number>) =>
+  Object.keys(s).length === 0 ? '0' : Object.entries(s).map(([k, v]) => `${k}:${v.toLocaleString('en-US')}`).join(' ')
+
+function table(headers: string[], rows: string[][], markdown: boolean): string {
+  if (markdown) {
+    return [`| ${headers.join(' | ')} |`, `|${headers.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n')
+  }
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')
+  return [line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
+}
+
+/** The results table (medians over rounds, ratios to the baselines of the same run) and the target checks. */
+export function buildTable(report: Report, markdown: boolean): string {
+  const s = (key: string) => summarizeRuns(report.results[key])
+  const bare = s('bare')
+  const naive = s('naive')
+  const update = s('update')
+  const rssMax = (key: string) => (report.rss[key]?.length ? Math.max(...report.rss[key]!) : undefined)
+
+  const headers = ['scenario', 'req/s', '× bare', '× naive', '× UPDATE', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'wrong', 'RSS MB']
+  const rows: string[][] = []
+  const order: Array<[string, string]> = [
+    ['bare', 'baseline: bare Fastify'],
+    ['naive', 'baseline: naive verifier (JWT + PG row)'],
+    ['update', 'baseline: plain single-row UPDATE'],
+    ['verify-hot', 'verify-hot'],
+    ['bare@rate', `bare Fastify at ${report.latencyRate ?? '?'} req/s offered`],
+    ['verify-hot@rate', `verify-hot at ${report.latencyRate ?? '?'} req/s offered`],
+    ['verify-cold', 'verify-cold'],
+    ['issue-existing', 'issue-existing'],
+    ['issue-new', 'issue-new'],
+    ['invalidate', 'invalidate'],
+    ['mixed', 'mixed (95/4/1, stale tokens)'],
+  ]
+  for (const [key, name] of order) {
+    const x = s(key)
+    if (!x) continue
+    rows.push([
+      name,
+      int(x.rps),
+      ratio(x.rps, bare?.rps),
+      ratio(x.rps, naive?.rps),
+      ratio(x.rps, update?.rps),
+      fmtMs(x.p50),
+      fmtMs(x.p99),
+      fmtMs(x.p999),
+      int(x.errors),
+      statuses(x.non2xx),
+      key === 'mixed' ? int(x.wrong) : '-',
+      rssMax(key) === undefined ? '-' : int(rssMax(key)),
+    ])
+  }
+
+  const checks: Check[] = []
+  const hot = s('verify-hot')
+  if (hot && bare) checks.push({ text: `verify-hot ≥ 0.7 × bare Fastify: ${ratio(hot.rps, bare.rps)}`, ok: hot.rps >= 0.7 * bare.rps })
+  if (hot && naive) checks.push({ text: `verify-hot ≥ 3 × naive verifier: ${ratio(hot.rps, naive.rps)}`, ok: hot.rps >= 3 * naive.rps })
+  if (hot) checks.push({ text: `verify-hot p99 ≤ 2 ms at saturation (50 connections): ${fmtMs(hot.p99)} ms — bare Fastify's own p99 there: ${fmtMs(bare?.p99 ?? NaN)} ms`, ok: hot.p99 <= 2 })
+  const hotRate = s('verify-hot@rate')
+  const bareRate = s('bare@rate')
+  if (hotRate) checks.push({ text: `verify-hot p99 ≤ 2 ms at ${report.latencyRate} req/s offered: ${fmtMs(hotRate.p99)} ms (bare Fastify ${fmtMs(bareRate?.p99 ?? NaN)} ms)`, ok: hotRate.p99 <= 2 })
+  const issue = s('issue-existing')
+  if (issue && bare) checks.push({ text: `issue-existing ≥ 0.4 × bare Fastify: ${ratio(issue.rps, bare.rps)}`, ok: issue.rps >= 0.4 * bare.rps })
+  const inew = s('issue-new')
+  if (inew && update) checks.push({ text: `issue-new vs plain UPDATE: ${ratio(inew.rps, update.rps)} (reported, commit-bound)`, ok: undefined })
+  const inv = s('invalidate')
+  if (inv && update) checks.push({ text: `invalidate vs plain UPDATE: ${ratio(inv.rps, update.rps)} (reported, commit-bound)`, ok: undefined })
+  if (report.memory) {
+    const m = report.memory
+    checks.push({
+      text: `heap per cached user ≤ 250 B: ${m.heapBytesPerUser.toFixed(0)} B (${m.cached.toLocaleString('en-US')} users in src/cache/states.ts; entries alone ${m.entryBytesPerUser.toFixed(0)} B, empty caches ${m.emptyCachesMb.toFixed(1)} MB)`,
+      ok: m.heapBytesPerUser <= 250,
+    })
+  }
+  if (report.fill?.rssMb !== undefined) {
+    const f = report.fill
+    const cached = f.cached
+    const million = cached !== undefined && cached >= 1_000_000
+    const mb = (x: number | undefined) => (x === undefined ? '?' : x.toFixed(0))
+    const projected =
+      !million && cached && cached >= 50_000 && f.rssEmptyMb !== undefined && f.rssMb !== undefined ? `; straight-line projection to 1,000,000: ${mb(f.rssEmptyMb + ((f.rssMb - f.rssEmptyMb) * 1_000_000) / cached)} MB (run --users 1000000 to measure it)` : ''
+    checks.push({
+      text:
+        `node RSS with ${cached?.toLocaleString('en-US') ?? '?'} cached users ≤ 512 MB (for 1,000,000): ${mb(f.rssMb)} MB, peak ${mb(f.peakRssMb)} MB, ${mb(f.rssAfterGcMb)} MB after a full GC` +
+        ` (RSS empty ${mb(f.rssEmptyMb)} MB; live heap ${mb(f.heapLiveMb)} MB of ${mb(f.heapTotalMb)} MB reserved; ${f.liveBytesPerUser?.toFixed(0) ?? '?'} B live heap per cached user in the node)${projected}; filled at ${int(f.rps)} verifications/s`,
+      ok: million ? f.rssMb! <= 512 : undefined,
+    })
+  }
+  const mixed = s('mixed')
+  if (mixed) {
+    const m = sumStats(report.mixed)
+    checks.push({
+      text: `mixed: ${int(m.verifies)} verifications, ${int(m.staleSent)} with a revoked token; stale accepted ${m.staleAccepted}, current refused ${m.currentRefused}, stale issued ${m.staleIssued}, lost increments ${m.lostIncrement}, unexpected statuses ${m.unexpectedStatus} (${int(m.ambiguous)} raced an invalidation: not judged)`,
+      ok: mixed.wrong === 0,
+    })
+  }
+
+  const out: string[] = []
+  const h = markdown ? '### ' : '\n'
+  out.push(`${h}Chat token gateway — bench results`)
+  out.push('')
+  out.push(`command:  ${report.command}`)
+  out.push(`machine:  ${report.machine}`)
+  out.push(`load:     ${report.settings}`)
+  out.push(`data:     ${report.data}`)
+  out.push('')
+  out.push(table(headers, rows, markdown))
+
+  if (report.cluster.length) {
+    out.push('')
+    out.push(`${h}mixed on several nodes over Redis (same data, same settings)`)
+    out.push('')
+    const one = summarizeRuns(report.cluster[0]!.results)
+    const cRows = report.cluster.map((c) => {
+      const x = summarizeRuns(c.results)!
+      const inv = median(c.results.map((r) => r.byKind.invalidate?.p99 ?? NaN))
+      const ver = median(c.results.map((r) => r.byKind.verify?.p99 ?? NaN))
+      const rssKey = report.rss[`cluster-${c.nodes}`]
+      return [
+        `${c.nodes} node${c.nodes > 1 ? 's' : ''}`,
+        int(x.rps),
+        ratio(x.rps, one?.rps),
+        ratio(x.rps, bare?.rps),
+        fmtMs(x.p50),
+        fmtMs(x.p99),
+        fmtMs(ver),
+        fmtMs(inv),
+        int(x.errors),
+        int(x.wrong),
+        rssKey?.length ? int(Math.max(...rssKey)) : '-',
+      ]
+    })
+    out.push(table(['nodes', 'req/s', '× 1 node', '× bare', 'p50 ms', 'p99 ms', 'verify p99', 'invalidate p99', 'errors', 'wrong', 'max RSS MB/node'], cRows, markdown))
+    const m = sumStats(report.cluster.flatMap((c) => c.stats))
+    checks.push({
+      text: `cluster mixed: stale accepted ${m.staleAccepted}, current refused ${m.currentRefused}, stale issued ${m.staleIssued}, lost increments ${m.lostIncrement} over ${int(m.verifies)} verifications`,
+      ok: m.staleAccepted + m.currentRefused + m.staleIssued + m.lostIncrement + m.unexpectedStatus === 0,
+    })
+  }
+
+  out.push('')
+  out.push(`${h}targets`)
+  out.push('')
+  for (const c of checks) out.push(`${markdown ? '- ' : '  '}${c.ok === undefined ? '·' : c.ok ? 'PASS' : 'MISS'}  ${c.text}`)
+  for (const n of report.notes) out.push(`${markdown ? '- ' : '  '}note: ${n}`)
+  out.push('')
+  out.push(`whole run: ${report.elapsedS.toFixed(0)} s`)
+  return out.join('\n')
+}
+
+function sumStats(list: MixedStats[]): MixedStats {
+  const total: MixedStats = { verifies: 0, staleSent: 0, ambiguous: 0, staleAccepted: 0, currentRefused: 0, staleIssued: 0, lostIncrement: 0, unexpectedStatus: 0 }
+  for (const s of list) for (const k of Object.keys(total) as Array<keyof MixedStats>) total[k] += s[k]
+  return total
+}

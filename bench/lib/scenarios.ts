@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto'
+import { stableStart, tokenVersionOf, type Dataset } from './data.js'
+import type { RequestSpec, Slot, Workload } from './load.js'
+
+const VERIFY = '/rest/v1/auth/verify'
+const TOKEN = '/rest/v1/auth/token'
+const INVALIDATE = '/rest/v1/auth/invalidate-token'
+
+export const SCENARIOS = ['verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed'] as const
+export type ScenarioName = (typeof SCENARIOS)[number]
+
+function bearer(token: string): Record<string, string> {
+  return { authorization: 'Bearer ' + token }
+}
+
+function jsonString(s: string): string {
+  return JSON.stringify(s)
+}
+
+/** Round-robins over the hot set: a working set that fits every cache. */
+export function verifyHot(ds: Dataset): Workload {
+  const start = stableStart(ds.layout)
+  const headers = Array.from({ length: ds.layout.hot }, (_, i) => bearer(ds.token(start + i)))
+  let n = 0
+  return {
+    next: () => ({ method: 'GET', path: VERIFY, headers: headers[n++ % headers.length]! }),
+  }
+}
+
+/** Uniformly random over every unchanging user: with more users than the cache holds, most verifications miss. */
+export function verifyCold(ds: Dataset): Workload {
+  const start = stableStart(ds.layout)
+  const span = ds.layout.users - start
+  return {
+    next: () => ({ method: 'GET', path: VERIFY, headers: bearer(ds.token(start + Math.floor(Math.random() * span))) }),
+  }
+}
+
+/**
+ * Every user once, in order (the mixed ones with their current token; run before any
+ * invalidation): fills a node's cache for the memory measurement.
+ */
+export function verifyAllOnce(ds: Dataset): Workload {
+  const { users, mixed } = ds.layout
+  let i = 0
+  const tokenOf = (u: number) => (u < mixed ? ds.mixed.current[u]! : ds.token(u))
+  return {
+    next: () => ({ method: 'GET', path: VERIFY, headers: bearer(tokenOf(i < users ? i++ : Math.floor(Math.random() * users))) }),
+  }
+}
+
+function keyPrefix(ds: Dataset): string {
+  return `{"keyId":${jsonString(ds.keyId)},"keySecret":${jsonString(ds.keySecret)},`
+}
+
+/** Tokens for users that exist (the hot set): credentials check, user lookup, signing. */
+export function issueExisting(ds: Dataset): Workload {
+  const start = stableStart(ds.layout)
+  const prefix = keyPrefix(ds)
+  const bodies = Array.from({ length: ds.layout.hot }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(start + i))}}`)
+  let n = 0
+  return {
+    next: () => ({ method: 'POST', path: TOKEN, body: bodies[n++ % bodies.length]! }),
+  }
+}
+
+/** Tokens for users never seen: each one an INSERT committed. */
+export function issueNew(ds: Dataset): Workload {
+  const prefix = keyPrefix(ds)
+  const tag = randomBytes(4).toString('hex')
+  let n = 0
+  return {
+    next: () => ({ method: 'POST', path: TOKEN, body: `${prefix}"userId":"new-${tag}-${n++}"}` }),
+  }
+}
+
+/** Invalidations round-robin over the invalidate range: each one an UPDATE committed (and, on a cluster, published). */
+export function invalidate(ds: Dataset): Workload {
+  const { mixed, invalidate: count } = ds.layout
+  const prefix = keyPrefix(ds)
+  const bodies = Array.from({ length: count }, (_, i) => `${prefix}"customerUserId":${jsonString(ds.userId(mixed + i))}}`)
+  let n = 0
+  return {
+    next: () => ({ method: 'POST', path: INVALIDATE, body: bodies[n++ % bodies.length]! }),
+  }
+}
+
+export interface MixedStats {
+  verifies: number
+  staleSent: number
+  /** verifications whose answer could go either way (an invalidation of the user was in flight) */
+  ambiguous: number
+  staleAccepted: number
+  currentRefused: number
+  /** an issued token older than an invalidation that had already answered */
+  staleIssued: number
+  /** an invalidation that did not raise the version above what was known when it was sent */
+  lostIncrement: number
+  unexpectedStatus: number
+}
+
+/**
+ * 95 % verify, 4 % issue, 1 % invalidate over the mixed users, a share of the
+ * verifications carrying a token revoked earlier. The client keeps a model of every
+ * user's version: once an invalidation has answered, a token older than it must be
+ * refused and the current one accepted, on every node.
+ */
+export function mixed(
+  ds: Dataset,
+  options: { staleShare?: number; readVersion?: (userId: string) => Promise<number | undefined> } = {},
+): Workload & { stats: MixedStats; state(): Dataset['mixed']; reset(): void; settle(): Promise<void> } {
+  const staleShare = options.staleShare ?? 0.1
+  const m = ds.layout.mixed
+  const version = ds.mixed.version.slice()
+  const current = ds.mixed.current.slice()
+  const currentVersion = current.map(tokenVersionOf)
+  const stale = ds.mixed.stale.slice()
+  const staleVersion = stale.map((t) => (t === undefined ? -1 : tokenVersionOf(t)))
+  const inflight = new Int32Array(m)
+  const generation = new Int32Array(m)
+  const uncertain = ds.mixed.uncertain?.slice() ?? new Array<boolean>(m).fill(false)
+  // invalidations whose answers were abandoned when a run ended: their users' versions are unknown
+  const settleInflight = () => {
+    for (let u = 0; u < m; u++) {
+      if (inflight[u]! > 0) {
+        uncertain[u] = true
+        inflight[u] = 0
+      }
+    }
+  }
+  const prefix = keyPrefix(ds)
+  const issueBodies = Array.from({ length: m }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(i))}}`)
+  const invalidateBodies = Array.from({ length: m }, (_, i) => `${prefix}"customerUserId":${jsonString(ds.userId(i))}}`)
+  const stats: MixedStats = { verifies: 0, staleSent: 0, ambiguous: 0, staleAccepted: 0, currentRefused: 0, staleIssued: 0, lostIncrement: 0, unexpectedStatus: 0 }
+
+  const keep = (u: number, token: string, v: number) => {
+    if (v > currentVersion[u]!) {
+      stale[u] = current[u]
+      staleVersion[u] = currentVersion[u]!
+      current[u] = token
+      currentVersion[u] = v
+    }
+  }
+
+  return {
+    stats,
+    /** the model as it stands, for the next run to start from */
+    state: () => {
+      settleInflight()
+      return { version: version.slice(), current: current.slice(), stale: stale.slice(), uncertain: uncertain.slice() }
+    },
+    reset: () => {
+      settleInflight()
+      for (const k of Object.keys(stats) as Array<keyof MixedStats>) stats[k] = 0
+    },
+    async settle() {
+      // An invalidation abandoned in flight when a run ended may still commit after it: its
+      // user's version is unknown (never judged) until read back from the store once the
+      // stragglers are done. Without a way to read it back, the user stays unjudged.
+      settleInflight()
+      if (!options.readVersion) return
+      const pending = [...uncertain.keys()].filter((u) => uncertain[u])
+      if (pending.length === 0) return
+      await new Promise((r) => setTimeout(r, 1000))
+      for (const u of pending) {
+        const v = await options.readVersion(ds.userId(u)).catch(() => undefined)
+        if (v !== undefined) {
+          version[u] = v
+          uncertain[u] = false
+        }
+      }
+    },
+    next(slot: Slot): RequestSpec {
+      const u = Math.floor(Math.random() * m)
+      const r = Math.random()
+      slot.u = u
+      slot.gen = generation[u]
+      slot.inflight = inflight[u]
+      slot.known = version[u]
+      if (r < 0.95) {
+        const useStale = stale[u] !== undefined && Math.random() < staleShare
+        const token = useStale ? stale[u]! : current[u]!
+        slot.op = 'verify'
+        slot.tv = useStale ? staleVersion[u] : currentVersion[u]
+        return { method: 'GET', path: VERIFY, headers: bearer(token), kind: 'verify' }
+      }
+      if (r < 0.99) {
+        slot.op = 'issue'
+        return { method: 'POST', path: TOKEN, body: issueBodies[u]!, kind: 'issue' }
+      }
+      slot.op = 'invalidate'
+      inflight[u]!++
+      generation[u]!++
+      return { method: 'POST', path: INVALIDATE, body: invalidateBodies[u]!, kind: 'invalidate' }
+    },
+    check(slot: Slot, status: number, body: string): boolean {
+      const u = slot.u as number
+      switch (slot.op) {
+        case 'verify': {
+          stats.verifies++
+          const tv = slot.tv as number
+          if (tv < (slot.known as number)) stats.staleSent++
+          if (status !== 200 && status !== 401) {
+            stats.unexpectedStatus++
+            return false
+          }
+          if ((slot.inflight as number) > 0 || generation[u] !== slot.gen || uncertain[u]) {
+            stats.ambiguous++
+            return true
+          }
+          const shouldAccept = tv === version[u]
+          if (shouldAccept && status !== 200) {
+            stats.currentRefused++
+            return false
+          }
+          if (!shouldAccept && status === 200) {
+            stats.staleAccepted++
+            return false
+          }
+          return true
+        }
+        case 'issue': {
+          if (status !== 200) {
+            stats.unexpectedStatus++
+            return false
+          }
+          const token = (JSON.parse(body) as { token: string }).token
+          const v = tokenVersionOf(token)
+          keep(u, token, v)
+          if ((slot.inflight as number) > 0 || generation[u] !== slot.gen || uncertain[u]) return true
+          if (v < version[u]!) {
+            stats.staleIssued++
+            return false
+          }
+          return true
+        }
+        case 'invalidate': {
+          inflight[u]!--
+          generation[u]!++
+          if (status !== 200) {
+            stats.unexpectedStatus++
+            return false
+          }
+          const v = (JSON.parse(body) as { newTokenVersion: number }).newTokenVersion
+          if (v > version[u]!) version[u] = v
+          if (!uncertain[u] && v <= (slot.known as number)) {
+            stats.lostIncrement++
+            return false
+          }
+          return true
+        }
+      }
+      return true
+    },
+  }
+}

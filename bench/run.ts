@@ -1,0 +1,497 @@
+/**
+ * The load-testing kit: `npm run bench` (see bench/README.md and --help).
+ *
+ * Starts its own deployment (one node on the machine's PostgreSQL, or the embedded store;
+ * a cluster of nodes over Redis) or targets a running one (--url), prepares data, runs the
+ * baselines and the scenarios in interleaved rounds with the same autocannon settings, and
+ * prints one table of medians with every result as a ratio to the baselines.
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import * as os from 'node:os'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
+import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
+import { runLoad, type LoadResult, type Workload } from './lib/load.js'
+import { createScratchDatabase, DEFAULT_PG_ADMIN_URL, pgReachable } from './lib/pg.js'
+import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { buildTable, type Report } from './lib/report.js'
+import * as S from './lib/scenarios.js'
+import type { MemoryResult } from './memory.js'
+
+const HELP = `npm run bench -- [options]
+
+Target (default: start our own nodes on this machine)
+  --url URL              a running deployment (repeat for several nodes); needs --admin-token,
+                         or --key-id and --key-secret (then users are made by issuing tokens)
+  --admin-token T        admin token of --url
+  --key-id K --key-secret S   an API key of --url
+  --store pg|embedded    own node's store: a scratch database on the machine's PostgreSQL (default),
+                         or the embedded PGlite store in a temporary DATA_DIR
+  --pg-url URL           PostgreSQL server for scratch databases (${DEFAULT_PG_ADMIN_URL})
+  --redis-url URL        Redis for the cluster scenario (redis://127.0.0.1:6379)
+  --redis                run the single node on Redis too (default: in-process bus)
+  --cluster N            nodes of the cluster scenario (default 3; 0 skips it)
+
+Data
+  --users N              users (default 200000); --hot N working set of verify-hot (10000)
+  --prepare auto|api|sql api: admin API + one token call per user; sql: INSERT … SELECT
+                         generate_series and tokens signed here (auto: api up to 20000 users or with --url)
+  --cache-size N         users cached per node (1000000); --cold-cache-size N for verify-cold (users/10)
+
+Load
+  --connections N (50)  --duration S (5)  --warmup S (1)  --rounds N (3)
+  --scenarios LIST       comma-separated, of: ${S.SCENARIOS.join(', ')} (default: all)
+  --rate-share F         the fixed-rate latency runs offer F × bare Fastify's req/s (0.5; 0 skips)
+  --no-fill              skip filling the node's cache with every user (the RSS measurement)
+  --memory-users N       users of the in-process heap measurement (1000000; 0 skips)
+  --node-options "…"     extra node flags for the nodes under test (e.g. --max-old-space-size=384)
+  --cpu-prof             start nodes with --cpu-prof (profiles in ./bench-profiles)
+
+Output
+  --json FILE            write every raw result as JSON
+  --markdown             print the table as Markdown
+  --smoke                a few seconds end to end: tiny data, 1 round of 1 s, no cluster
+  --keep                 keep the scratch database and data directories
+`
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: 'string', multiple: true },
+    'admin-token': { type: 'string' },
+    'key-id': { type: 'string' },
+    'key-secret': { type: 'string' },
+    store: { type: 'string', default: 'pg' },
+    'pg-url': { type: 'string', default: DEFAULT_PG_ADMIN_URL },
+    'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379' },
+    redis: { type: 'boolean', default: false },
+    cluster: { type: 'string' },
+    users: { type: 'string' },
+    hot: { type: 'string' },
+    prepare: { type: 'string', default: 'auto' },
+    'cache-size': { type: 'string' },
+    'cold-cache-size': { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    rounds: { type: 'string' },
+    scenarios: { type: 'string' },
+    'no-fill': { type: 'boolean', default: false },
+    'memory-users': { type: 'string' },
+    'rate-share': { type: 'string' },
+    'node-options': { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    json: { type: 'string' },
+    markdown: { type: 'boolean', default: false },
+    smoke: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+})
+
+if (args.help) {
+  process.stdout.write(HELP)
+  process.exit(0)
+}
+
+const smoke = args.smoke
+const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value))
+const remote = args.url !== undefined && args.url.length > 0
+const users = num(args.users, smoke ? 1000 : 200_000)
+const opts = {
+  users,
+  hot: num(args.hot, smoke ? 500 : 10_000),
+  cacheSize: num(args['cache-size'], 1_000_000),
+  coldCacheSize: num(args['cold-cache-size'], Math.max(100, Math.floor(users / 10))),
+  connections: num(args.connections, 50),
+  duration: num(args.duration, smoke ? 1 : 5),
+  warmup: num(args.warmup, smoke ? 0.2 : 1),
+  rounds: num(args.rounds, smoke ? 1 : 3),
+  cluster: num(args.cluster, smoke || remote ? 0 : 3),
+  memoryUsers: num(args['memory-users'], smoke ? 5000 : 1_000_000),
+  fill: !args['no-fill'] && !remote,
+  rateShare: num(args['rate-share'], smoke ? 0 : 0.5),
+  scenarios: (args.scenarios ?? S.SCENARIOS.join(',')).split(',').map((s) => s.trim()) as S.ScenarioName[],
+}
+for (const s of opts.scenarios) if (!(S.SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}`)
+const prepare: 'api' | 'sql' = args.prepare === 'api' || args.prepare === 'sql' ? args.prepare : remote || users <= 20_000 ? 'api' : 'sql'
+if (remote && prepare === 'sql') throw new Error('--prepare sql writes into the store directly: only for nodes the kit starts')
+const store = args.store === 'embedded' ? 'embedded' : 'pg'
+
+const log = (line: string) => process.stderr.write(line + '\n')
+const cleanups: Array<() => Promise<void>> = []
+const procs: Proc[] = []
+const results: Record<string, LoadResult[]> = {}
+const rss: Record<string, number[]> = {}
+const notes: string[] = []
+const t0 = Date.now()
+
+async function main(): Promise<void> {
+  const adminToken = args['admin-token'] ?? 'adm_' + randomBytes(24).toString('base64url')
+  const jwtSecret = randomBytes(48).toString('base64url')
+  const pgOk = await pgReachable(args['pg-url']!)
+  if (!pgOk && (store === 'pg' || !remote)) {
+    if (store === 'pg') throw new Error(`PostgreSQL is not reachable at ${args['pg-url']}: use --store embedded or --pg-url`)
+  }
+  const scratch = pgOk ? await createScratchDatabase(args['pg-url']!) : undefined
+  if (scratch && !args.keep) cleanups.push(() => scratch.drop())
+  if (scratch) log(`scratch database ${scratch.name}`)
+
+  const layout = layoutFor(opts.users, opts.hot)
+  const profDir = join(process.cwd(), 'bench-profiles')
+  const nodeFlags = [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(args['node-options']?.split(/\s+/).filter(Boolean) ?? [])]
+
+  // ── the node(s) under test ──
+  let dataDir: string | undefined
+  const nodeEnv = (extra: Record<string, string | undefined>) => ({
+    ADMIN_TOKEN: adminToken,
+    JWT_SECRET: jwtSecret,
+    LOG_LEVEL: 'warn',
+    SEED_DEMO: 'false',
+    ...(store === 'pg' ? { DATABASE_URL: scratch!.url } : { DATA_DIR: dataDir }),
+    ...extra,
+  })
+  const startNode = async (name: string, extra: Record<string, string | undefined>): Promise<Proc> => {
+    const proc = await startProcess({
+      name,
+      // `chat-auth serve` exactly, plus a GC/heap probe on an IPC channel (bench/node-host.ts)
+      script: DIST + 'bench/node-host.js',
+      nodeFlags: ['--expose-gc', ...nodeFlags],
+      ipc: true,
+      env: nodeEnv(extra),
+      port: await freePort(),
+      readyPath: '/readyz',
+    })
+    procs.push(proc)
+    return proc
+  }
+
+  let ds: Dataset
+  let main: Proc | undefined
+  let urls: string[]
+  if (remote) {
+    urls = args.url!
+    log(`preparing ${layout.users.toLocaleString('en-US')} users through the API of ${urls[0]}`)
+    ds = await prepareApi({ url: urls[0]!, adminToken: args['admin-token'], keyId: args['key-id'], keySecret: args['key-secret'] }, layout, progress('prepare'))
+  } else {
+    if (store === 'embedded') {
+      dataDir = mkdtempSync(join(tmpdir(), 'bench-data-'))
+      if (!args.keep) cleanups.push(async () => rmSync(dataDir!, { recursive: true, force: true }))
+    }
+    let prepared
+    if (prepare === 'sql') {
+      log(`preparing ${layout.users.toLocaleString('en-US')} users with INSERT … SELECT generate_series (${store})`)
+      const db: Db = store === 'pg' ? createPostgresDb(scratch!.url, { statementTimeoutMs: 600_000 }) : await createPgliteDb(dataDir!)
+      const started = Date.now()
+      prepared = await prepareSql(db, layout, (n) => progress('insert')('users', n))
+      await db.close()
+      log(`  ${layout.users.toLocaleString('en-US')} users in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    }
+    main = await startNode('node', { CACHE_SIZE: String(opts.cacheSize), REDIS_URL: args.redis ? args['redis-url'] : undefined })
+    urls = [main.url]
+    if (prepared) {
+      const started = Date.now()
+      ds = sqlDataset(prepared, layout, jwtSecret)
+      log(`  signed ${(layout.hot + 2 * layout.mixed).toLocaleString('en-US')} tokens in ${((Date.now() - started) / 1000).toFixed(1)} s (colder ones are signed when drawn)`)
+    } else {
+      log(`preparing ${layout.users.toLocaleString('en-US')} users through the admin and public API`)
+      const started = Date.now()
+      ds = await prepareApi({ url: main.url, adminToken }, layout, progress('prepare'))
+      log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    }
+  }
+  // the store's version of a user, through the admin API (the mixed model's resync)
+  const adminUrl = () => (main ?? procs.find((p) => p.name.startsWith('node')))?.url ?? urls[0]!
+  const readVersion = remote && !args['admin-token']
+    ? undefined
+    : async (userId: string): Promise<number | undefined> => {
+        const response = await fetch(`${adminUrl()}/admin/v1/customer-users/${userId}`, { headers: { authorization: `Bearer ${adminToken}` } })
+        if (response.status !== 200) return undefined
+        return ((await response.json()) as { tokenVersion: number }).tokenVersion
+      }
+  const rssOf = (label: string, proc: Proc | undefined) => {
+    const value = proc?.rssMb()
+    if (value !== undefined) (rss[label] ??= []).push(value)
+  }
+
+  // ── baselines: processes of their own, fed the very same requests ──
+  const start = stableStart(layout)
+  const bare = await startProcess({ name: 'bare', script: DIST + 'bench/baselines/server.js', args: ['bare'], env: {}, port: await freePort() })
+  procs.push(bare)
+  let naive: Proc | undefined
+  let update: Proc | undefined
+  if (scratch) {
+    let baselineDbUrl = scratch.url
+    if (remote || store === 'embedded') {
+      // the rows the baselines read and write, copied into the scratch PostgreSQL database
+      const db = createPostgresDb(scratch.url, { statementTimeoutMs: 600_000 })
+      await copyUsers(db, ds, start, start + layout.hot)
+      await copyUsers(db, ds, layout.mixed, layout.mixed + layout.invalidate)
+      await db.close()
+    }
+    naive = await startProcess({
+      name: 'naive',
+      script: DIST + 'bench/baselines/server.js',
+      args: ['naive'],
+      env: { DATABASE_URL: baselineDbUrl, JWT_SECRET: jwtSecret },
+      port: await freePort(),
+    })
+    procs.push(naive)
+    const updateEnv: Record<string, string> = { DATABASE_URL: baselineDbUrl }
+    if (store === 'embedded' && !remote) {
+      // commits on the same kind of store as the node's: a PGlite copy of the invalidate range
+      const liteDir = mkdtempSync(join(tmpdir(), 'bench-update-'))
+      if (!args.keep) cleanups.push(async () => rmSync(liteDir, { recursive: true, force: true }))
+      const lite = await createPgliteDb(liteDir)
+      await copyUsers(lite, ds, layout.mixed, layout.mixed + layout.invalidate)
+      await lite.close()
+      updateEnv.PGLITE_DIR = liteDir
+    }
+    update = await startProcess({ name: 'update', script: DIST + 'bench/baselines/server.js', args: ['update'], env: updateEnv, port: await freePort() })
+    procs.push(update)
+    if (remote) notes.push('naive and update baselines ran on this machine against its PostgreSQL, not against the deployment\'s')
+  } else {
+    notes.push('no PostgreSQL reachable: naive-verifier and UPDATE baselines skipped')
+  }
+
+  // ── memory: heap per cached user, in a process of its own with --expose-gc ──
+  let memory: MemoryResult | undefined
+  if (opts.memoryUsers > 0) {
+    log(`measuring heap per cached user (${opts.memoryUsers.toLocaleString('en-US')} users in src/cache/states.ts)`)
+    memory = await runMemory(opts.memoryUsers)
+  }
+
+  const load = (label: string, workload: Workload, target: string[], durationS: number, rate?: number) =>
+    runLoad(workload, { label, urls: target, connections: opts.connections, durationS, rate, progress: process.stderr })
+  const measured = async (key: string, label: string, make: () => Workload, target: string[], proc?: Proc, rate?: number) => {
+    const workload = make()
+    if (opts.warmup > 0) await load(`${label} (warm-up)`, workload, target, opts.warmup, rate)
+    await workload.settle?.()
+    workload.reset?.()
+    const result = await load(label, workload, target, opts.duration, rate)
+    await workload.settle?.()
+    ;(results[key] ??= []).push(result)
+    rssOf(key, proc)
+    return result
+  }
+
+  // ── fill the node's cache with every unchanging user, then read its RSS ──
+  let fill: Report['fill']
+  if (opts.fill && main) {
+    const count = layout.users
+    const empty = await main.memory()
+    const rssEmpty = main.rssMb()
+    log(`filling the node's cache: one verification for each of ${count.toLocaleString('en-US')} users`)
+    const workload = S.verifyAllOnce(ds)
+    const result = await runLoad(workload, { label: 'fill', urls, connections: opts.connections, durationS: 3600, amount: count, progress: process.stderr })
+    const rssMb = main.rssMb()
+    const peakRssMb = main.peakRssMb()
+    const cached = await cacheEntries(main.url)
+    const full = await main.memory()
+    const mb = (b: number | undefined) => (b === undefined ? undefined : b / 2 ** 20)
+    fill = {
+      rps: result.rps,
+      p99: result.latency.p99,
+      rssMb,
+      peakRssMb,
+      rssEmptyMb: rssEmpty,
+      rssAfterGcMb: mb(full?.after.rss),
+      heapLiveMb: mb(full?.after.heapUsed),
+      heapBeforeGcMb: mb(full?.before.heapUsed),
+      heapTotalMb: mb(full?.before.heapTotal),
+      liveBytesPerUser: full && empty && cached ? (full.after.heapUsed - empty.after.heapUsed) / Math.max(1, full.cached.users - empty.cached.users) : undefined,
+      cached: full?.cached.users ?? cached,
+    }
+    log(
+      `  ${fill.cached?.toLocaleString('en-US') ?? '?'} users cached at ${Math.round(result.rps)} verifications/s; node RSS ${rssMb?.toFixed(0)} MB ` +
+        `(peak ${peakRssMb?.toFixed(0)}), live heap after GC ${fill.heapLiveMb?.toFixed(0)} MB (${fill.liveBytesPerUser?.toFixed(0)} B/user), RSS after GC ${fill.rssAfterGcMb?.toFixed(0)} MB`,
+    )
+  }
+
+  // ── interleaved rounds: baselines and scenarios on the same machine, same settings ──
+  const want = (s: S.ScenarioName) => opts.scenarios.includes(s)
+  let mixedWorkload: ReturnType<typeof S.mixed> | undefined
+  let latencyRate: number | undefined
+  const mixedStats: S.MixedStats[] = []
+  for (let round = 1; round <= opts.rounds; round++) {
+    log(`round ${round}/${opts.rounds}`)
+    const r = `r${round}`
+    const bareResult = await measured('bare', `bare fastify ${r}`, () => S.verifyHot(ds), [bare.url], bare)
+    if (naive) await measured('naive', `naive verifier ${r}`, () => S.verifyHot(ds), [naive.url], naive)
+    if (want('verify-hot')) await measured('verify-hot', `verify-hot ${r}`, () => S.verifyHot(ds), urls, main)
+    if (want('verify-hot') && opts.rateShare > 0) {
+      // Closed-loop latency at saturation is queueing (Little's law: 50 connections / req/s);
+      // the latency target is also measured at a fixed offered rate, half the HTTP ceiling.
+      latencyRate ??= Math.max(500, Math.round((bareResult.rps * opts.rateShare) / 500) * 500)
+      await measured('bare@rate', `bare fastify @${latencyRate}/s ${r}`, () => S.verifyHot(ds), [bare.url], bare, latencyRate)
+      await measured('verify-hot@rate', `verify-hot @${latencyRate}/s ${r}`, () => S.verifyHot(ds), urls, main, latencyRate)
+    }
+    if (want('issue-existing')) await measured('issue-existing', `issue-existing ${r}`, () => S.issueExisting(ds), urls, main)
+    if (update && (want('invalidate') || want('issue-new'))) await measured('update', `plain UPDATE ${r}`, () => S.invalidate(ds), [update.url], update)
+    if (want('issue-new')) await measured('issue-new', `issue-new ${r}`, () => S.issueNew(ds), urls, main)
+    if (want('invalidate')) await measured('invalidate', `invalidate ${r}`, () => S.invalidate(ds), urls, main)
+    if (want('mixed')) {
+      await measured('mixed', `mixed ${r}`, () => (mixedWorkload = S.mixed(ds, { readVersion })), urls, main)
+      mixedStats.push({ ...mixedWorkload!.stats })
+      saveMixed(ds, mixedWorkload!)
+    }
+  }
+
+  // ── verify-cold: a node whose cache holds a tenth of the users ──
+  if (want('verify-cold') && !remote) {
+    // the embedded store admits one process: the cold node replaces the main one
+    if (store === 'embedded' && main) await stopProc(main)
+    const cold = await startNode('cold node', { CACHE_SIZE: String(opts.coldCacheSize) })
+    for (let round = 1; round <= opts.rounds; round++) await measured('verify-cold', `verify-cold r${round}`, () => S.verifyCold(ds), [cold.url], cold)
+    await stopProc(cold)
+    if (store === 'embedded') main = undefined
+  } else if (want('verify-cold')) {
+    for (let round = 1; round <= opts.rounds; round++) await measured('verify-cold', `verify-cold r${round}`, () => S.verifyCold(ds), urls)
+  }
+
+  // ── the cluster: mixed on 1, 2, …, N nodes over Redis ──
+  const cluster: Array<{ nodes: number; results: LoadResult[]; stats: S.MixedStats[] }> = []
+  if (opts.cluster > 0 && !remote && want('mixed')) {
+    if (store !== 'pg') notes.push('cluster scenario skipped: it needs --store pg (the embedded store admits one process)')
+    else {
+      const { Redis } = await import('ioredis')
+      const redis = new Redis(args['redis-url']!, { lazyConnect: true, maxRetriesPerRequest: 1 })
+      const redisOk = await redis
+        .connect()
+        .then(() => redis.ping())
+        .then(() => true, () => false)
+      redis.disconnect()
+      if (!redisOk) notes.push(`cluster scenario skipped: Redis not reachable at ${args['redis-url']}`)
+      else {
+        if (main) await stopProc(main)
+        main = undefined
+        let nodes: Proc[] = []
+        try {
+          for (let i = 0; i < opts.cluster; i++) nodes.push(await startNode(`node ${i + 1}`, { CACHE_SIZE: String(opts.cacheSize), REDIS_URL: args['redis-url'] }))
+        } catch (error) {
+          notes.push(`cluster scenario not measured: a node on Redis did not start (${firstLine(error)})`)
+          for (const n of nodes) await stopProc(n)
+          nodes = []
+        }
+        if (nodes.length) {
+          const counts = [...new Set([1, Math.min(2, opts.cluster), opts.cluster])]
+          for (const n of counts) cluster.push({ nodes: n, results: [], stats: [] })
+          for (let round = 1; round <= opts.rounds; round++) {
+            log(`cluster round ${round}/${opts.rounds}`)
+            for (const entry of cluster) {
+              const target = nodes.slice(0, entry.nodes).map((p) => p.url)
+              const workload = S.mixed(ds, { readVersion })
+              if (opts.warmup > 0) await load(`mixed ×${entry.nodes} nodes (warm-up)`, workload, target, opts.warmup)
+              await workload.settle()
+              workload.reset()
+              entry.results.push(await load(`mixed ×${entry.nodes} nodes r${round}`, workload, target, opts.duration))
+              await workload.settle()
+              entry.stats.push({ ...workload.stats })
+              saveMixed(ds, workload)
+              for (const p of nodes.slice(0, entry.nodes)) rssOf(`cluster-${entry.nodes}`, p)
+            }
+          }
+          for (const n of nodes) await stopProc(n)
+        }
+      }
+    }
+  }
+
+  // ── report ──
+  const report: Report = {
+    command: 'npm run bench' + (process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''),
+    machine: machineLine(),
+    latencyRate,
+    settings: `${opts.connections} connections, pipelining 1, ${opts.rounds} round(s) of ${opts.duration} s after ${opts.warmup} s warm-up; medians over rounds`,
+    data: `${layout.users.toLocaleString('en-US')} users prepared by ${prepare === 'sql' ? 'INSERT … SELECT generate_series + tokens signed by the kit' : 'the admin API + one POST /rest/v1/auth/token per user'}; hot set ${layout.hot.toLocaleString('en-US')}; store ${remote ? 'remote' : store}; node cache ${opts.cacheSize.toLocaleString('en-US')}, cold node cache ${opts.coldCacheSize.toLocaleString('en-US')}`,
+    results,
+    rss,
+    memory,
+    fill,
+    mixed: mixedStats,
+    cluster,
+    notes,
+    elapsedS: (Date.now() - t0) / 1000,
+  }
+  const table = buildTable(report, args.markdown)
+  process.stdout.write(table + '\n')
+  if (args.json) writeFileSync(args.json, JSON.stringify({ ...report, rows: undefined, opts }, null, 2))
+}
+
+function saveMixed(ds: Dataset, workload: ReturnType<typeof S.mixed>): void {
+  const state = workload.state()
+  ds.mixed.version = state.version
+  ds.mixed.current = state.current
+  ds.mixed.stale = state.stale
+}
+
+async function cacheEntries(url: string): Promise<number | undefined> {
+  try {
+    const text = await (await fetch(url + '/metrics')).text()
+    const match = /^chat_auth_cache_entries\{cache="users"\} (\d+)/m.exec(text)
+    return match ? Number(match[1]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function runMemory(usersCount: number): Promise<MemoryResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', DIST + 'bench/memory.js', '--users', String(usersCount), '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c))
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`memory measurement exited ${code}`))
+      resolve(JSON.parse(out.trim().split('\n').pop()!) as MemoryResult)
+    })
+  })
+}
+
+async function stopProc(proc: Proc): Promise<void> {
+  await proc.stop()
+  const i = procs.indexOf(proc)
+  if (i >= 0) procs.splice(i, 1)
+}
+
+function progress(label: string): (what: string, done: number) => void {
+  return (what, done) => {
+    const line = `  ${label}: ${done.toLocaleString('en-US')} ${what}`
+    if (process.stderr.isTTY) process.stderr.write('\r' + line.padEnd(60))
+    else if (done % 100_000 === 0 || done < 100_000) process.stderr.write(line + '\n')
+  }
+}
+
+function firstLine(error: unknown): string {
+  return String(error instanceof Error ? error.message : error).split('\n')[0]!
+}
+
+function machineLine(): string {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, load generator (autocannon) on the same machine`
+}
+
+async function cleanup(): Promise<void> {
+  for (const p of procs.splice(0)) await p.stop().catch(() => {})
+  for (const step of cleanups.splice(0).reverse()) await step().catch((e) => process.stderr.write(`cleanup: ${firstLine(e)}\n`))
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the nodes and dropping the scratch database\n`)
+    cleanup().finally(() => process.exit(130))
+  })
+}
+
+let exitCode = 0
+try {
+  await main()
+} catch (error) {
+  exitCode = 1
+  process.stderr.write(`\nbench failed: ${error instanceof Error ? error.stack : String(error)}\n`)
+  for (const p of procs) process.stderr.write(`--- ${p.name} output (tail) ---\n${p.output().slice(-2000)}\n`)
+} finally {
+  await cleanup()
+}
+process.exit(exitCode)

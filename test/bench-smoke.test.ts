@@ -1,0 +1,33 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+/**
+ * A few seconds of the bench kit end to end (`bench --smoke`): it must run and report
+ * numbers. No thresholds: timings on a shared machine prove nothing here.
+ */
+const root = fileURLToPath(new URL('../', import.meta.url))
+const script = join(root, 'dist/bench/run.js')
+const store = process.env.TEST_STORE === 'pglite' ? 'embedded' : 'pg'
+
+t.setTimeout(300_000)
+
+t.test(`bench --smoke (${store} store)`, { skip: existsSync(script) ? false : 'dist/bench/run.js not built' }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const json = join(dir, 'result.json')
+  // no time limit of its own worth asserting: a shared machine may be slow; tap's timeout bounds it
+  const run = spawnSync(process.execPath, [script, '--smoke', '--store', store, '--json', json], { cwd: root, encoding: 'utf8', timeout: 280_000 })
+  t.equal(run.status, 0, `exits 0\n${run.stderr.slice(-3000)}`)
+  t.match(run.stdout, /scenario\s+req\/s/, 'prints the table')
+  const report = JSON.parse(readFileSync(json, 'utf8')) as { results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number } }>>; memory?: { heapBytesPerUser: number } }
+  for (const key of ['bare', 'verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed']) {
+    const runs = report.results[key]
+    t.ok(runs && runs.length > 0, `${key} ran`)
+    t.ok(runs && runs[0]!.responses > 0 && Number.isFinite(runs[0]!.rps) && Number.isFinite(runs[0]!.latency.p99), `${key} reports numbers`)
+  }
+  t.ok(report.memory && Number.isFinite(report.memory.heapBytesPerUser), 'reports heap per cached user')
+})
