@@ -1,0 +1,43 @@
+import { readdirSync } from 'node:fs'
+import t from 'tap'
+import { createPgliteDb, createPostgresDb } from '../src/store/db.js'
+import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js'
+import { freshPostgresDatabase } from './support/helpers.js'
+
+const files = readdirSync(MIGRATIONS_DIR).filter((name) => /^\d+_.+\.sql$/.test(name)).sort()
+
+t.test('four nodes migrating one PostgreSQL at once apply each migration exactly once', async (t) => {
+  const url = await freshPostgresDatabase(t)
+  const dbs = Array.from({ length: 4 }, () => createPostgresDb(url))
+  t.teardown(() => Promise.all(dbs.map((db) => db.close())))
+  const results = await Promise.all(dbs.map((db) => migrate(db)))
+  t.same(results.flatMap((r) => r.applied).sort(), files, 'every file applied once across the four, none twice')
+  const rows = await dbs[0]!.query<{ name: string }>('SELECT name FROM schema_migration ORDER BY version')
+  t.same(rows.map((r) => r.name), files)
+  t.same(await migrate(dbs[1]!), { applied: [] }, 'a later run has nothing to do')
+})
+
+t.test('the same files apply to PGlite, idempotently', async (t) => {
+  const db = await createPgliteDb('memory://')
+  t.teardown(() => db.close())
+  t.same((await migrate(db)).applied, files)
+  t.same((await migrate(db)).applied, [])
+  const tables = await db.query<{ table_name: string }>(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+  )
+  t.same(tables.map((r) => r.table_name), ['agent', 'api_key', 'change_outbox', 'company', 'customer_user', 'gateway_secret', 'schema_migration'])
+})
+
+t.test('token_version never decreases, whatever writes the row', async (t) => {
+  const db = await createPgliteDb('memory://')
+  t.teardown(() => db.close())
+  await migrate(db)
+  await db.query(`INSERT INTO company (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'c')`)
+  await db.query(`INSERT INTO agent (id, company_id, name) VALUES ('00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001', 'a')`)
+  await db.query(
+    `INSERT INTO customer_user (id, company_id, external_id, agent_id, token_version)
+     VALUES ('00000000-0000-4000-8000-000000000003', '00000000-0000-4000-8000-000000000001', 'u', '00000000-0000-4000-8000-000000000002', 5)`,
+  )
+  await t.rejects(db.query(`UPDATE customer_user SET token_version = 4`), /may not decrease/)
+  t.same(await db.query(`SELECT token_version FROM customer_user`), [{ token_version: 5 }])
+})
