@@ -11,7 +11,6 @@ import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
 export const STORE: 'pglite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'pglite'
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
-export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef'
 export const JWT_SECRET = 'test-jwt-secret-that-is-at-least-32-bytes-long!'
