@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { Change, InvalidationBus } from './bus/bus.js'
@@ -7,9 +7,11 @@ import { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from './
 import { createStates, type States } from './cache/states.js'
 import { createPgliteDb, createPostgresDb, type Db } from './store/db.js'
 import { migrate } from './store/migrate.js'
+import { createBatcher } from './store/batcher.js'
 import { agentState, createStore, userState, type Store } from './store/store.js'
 import { createKeyring, GENERATED_KEY_NAME, generateHs256Secret, type Keyring } from './jwt/keyring.js'
 import { createTokenVerifier, type VerifyToken } from './auth/verify.js'
+import { hashSecret as sha256 } from './auth/api-keys.js'
 import { Metrics } from './metrics.js'
 
 /**
@@ -88,30 +90,17 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     })
     registerCacheMetrics(metrics, states, bus)
 
-    const usedKeys = new Set<string>()
-    const flushUsedKeys = async () => {
-      if (usedKeys.size === 0) return
-      const keyIds = [...usedKeys]
-      usedKeys.clear()
-      await store.markApiKeysUsed(keyIds).catch((error) => logger.warn({ err: error }, 'could not record API key use'))
-    }
-    const flushTimer = setInterval(flushUsedKeys, LAST_USED_FLUSH_MS).unref()
-
-    // Outbox rows of announced changes, deleted together a moment later (one statement).
-    const announced = new Set<string>()
-    const deletions = new Set<Promise<void>>()
-    let deletionScheduled = false
-    const deleteAnnounced = () => {
-      deletionScheduled = false
-      if (announced.size === 0) return
-      const ids = [...announced]
-      announced.clear()
-      const deletion = store
-        .deleteOutbox(ids)
-        .catch((error) => logger.warn({ err: error, rows: ids.length }, 'could not delete outbox rows; the relay will republish them'))
-        .finally(() => deletions.delete(deletion))
-      deletions.add(deletion)
-    }
+    const usedKeys = createBatcher({
+      write: (keyIds) => store.markApiKeysUsed(keyIds),
+      onError: (error) => logger.warn({ err: error }, 'could not record API key use'),
+      schedule: (flush) => setTimeout(flush, LAST_USED_FLUSH_MS).unref(),
+    })
+    // Outbox rows of announced changes, deleted together a moment later.
+    const announced = createBatcher({
+      write: (ids) => store.deleteOutbox(ids),
+      onError: (error, rows) => logger.warn({ err: error, rows }, 'could not delete outbox rows; the relay will republish them'),
+      schedule: setImmediate,
+    })
     // A writer's own publish takes at most its timeout (2 leases) plus a lease of waiting for
     // acks; the relay leaves it that long (and at least 2 s) before republishing for it.
     const outboxRelay = createOutboxRelay({ store, bus, logger, metrics, minAgeMs: Math.max(2000, 3 * config.leaseMs), ...options.outboxRelay })
@@ -133,23 +122,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         return timingSafeEqual(digest, adminTokenHash)
       },
       outboxRelay,
-      noteApiKeyUsed: (keyId) => {
-        usedKeys.add(keyId)
-      },
+      noteApiKeyUsed: (keyId) => usedKeys.add(keyId),
       async announce(change, outboxId) {
         await bus.publish(publishable(change))
         announced.add(outboxId)
-        if (!deletionScheduled) {
-          deletionScheduled = true
-          setImmediate(deleteAnnounced)
-        }
       },
       async close() {
-        clearInterval(flushTimer)
         const relayStopped = outboxRelay.stop()
-        await flushUsedKeys()
-        deleteAnnounced()
-        await Promise.allSettled([...deletions])
+        await Promise.all([usedKeys.drain(), announced.drain()])
         await bus.close()
         // A round still publishing ends with the bus; one stuck on the database is not waited for.
         await Promise.race([relayStopped, new Promise((resolve) => setTimeout(resolve, RELAY_STOP_WAIT_MS).unref())])
@@ -210,8 +190,4 @@ function registerCacheMetrics(metrics: Metrics, states: States, bus: Invalidatio
     caches.map(([cache, c]) => ({ labels: { cache }, value: c.discardedFills })),
   )
   metrics.collect('chat_auth_cache_trusted', '1 while the invalidation channel vouches for the caches', 'gauge', () => (bus.health().trusted ? 1 : 0))
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest()
 }
