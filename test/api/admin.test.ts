@@ -11,8 +11,8 @@ import {
   invalidate,
   ISO_RE,
   issueToken,
-  JWT_SECRET,
   leakedLogLines,
+  rememberKeySecret,
   post,
   randomUUID,
   serverErrorCounts,
@@ -29,13 +29,7 @@ const notFound = (what: string) => errorBody(404, `${what} not found`, 'NOT_FOUN
 const INVALID_DEFAULT_AGENT = errorBody(400, 'defaultAgentId must be an agent of this company', 'INVALID_DEFAULT_AGENT')
 
 const node = await startApp(t)
-const secrets: string[] = [ADMIN_TOKEN, JWT_SECRET]
-
-async function tenant(name = 'Acme'): Promise<Tenant> {
-  const created = await createTenant(node, name)
-  secrets.push(created.keySecret)
-  return created
-}
+const tenant = (name = 'Acme'): Promise<Tenant> => createTenant(node, name)
 
 async function get(url: string) {
   const response = await node.admin('GET', url)
@@ -196,7 +190,6 @@ t.test('api keys: the secret is shown once; the list shows metadata only; revoca
   const named = await node.admin('POST', `/admin/v1/companies/${acme.companyId}/api-keys`, { name: 'backend' })
   t.equal(named.statusCode, 201)
   const key = named.json()
-  secrets.push(key.keySecret)
   t.match(key.keyId, /^ak_[A-Za-z0-9_-]+$/)
   t.match(key.keySecret, /^sk_[A-Za-z0-9_-]+$/)
   t.ok(Buffer.from(key.keySecret.slice(3), 'base64url').length >= 32, 'the secret carries at least 32 random bytes')
@@ -206,7 +199,6 @@ t.test('api keys: the secret is shown once; the list shows metadata only; revoca
   const unnamed = await node.admin('POST', `/admin/v1/companies/${acme.companyId}/api-keys`, {})
   t.equal(unnamed.statusCode, 201)
   const anonymous = unnamed.json()
-  secrets.push(anonymous.keySecret)
   t.equal(anonymous.name, null, 'no name: null')
   t.not(anonymous.keyId, key.keyId)
   t.not(anonymous.keySecret, key.keySecret)
@@ -248,8 +240,8 @@ t.test('POST api-keys without any body creates an unnamed key', async (t) => {
   const acme = await tenant()
   const response = await node.inject({ method: 'POST', url: `/admin/v1/companies/${acme.companyId}/api-keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   t.equal(response.statusCode, 201, response.body)
+  rememberKeySecret(response.body)
   if (response.statusCode === 201) {
-    secrets.push(response.json().keySecret)
     t.equal(response.json().name, null)
   }
 })
@@ -257,7 +249,6 @@ t.test('POST api-keys without any body creates an unnamed key', async (t) => {
 t.test('a revoked key is refused by token and invalidate at once; the company\'s other keys keep working', async (t) => {
   const acme = await tenant()
   const spare = (await node.admin('POST', `/admin/v1/companies/${acme.companyId}/api-keys`, { name: 'spare' })).json()
-  secrets.push(spare.keySecret)
   const issued = await issueToken(node, acme, 'key-user')
   t.equal((await invalidate(node, acme, issued.user.id)).statusCode, 200, 'control: the key works, and is now cached')
 
@@ -366,5 +357,8 @@ t.test('an id longer than the router\'s parameter limit (100) is still a 404 wit
 
 t.test('no request answered 5xx, and no secret or JWT reached the log', async (t) => {
   t.strictSame(await serverErrorCounts(node), [])
-  t.strictSame(leakedLogLines(node.logs, secrets), [])
+  t.strictSame(leakedLogLines(node.logs), [])
+  // The check bites: a key secret this file was shown, in a log line, is caught.
+  const shown = (await node.admin('POST', `/admin/v1/companies/${(await tenant()).companyId}/api-keys`, {})).json()
+  t.strictSame(leakedLogLines([`{"msg":"oops","value":"${shown.keySecret}"}`]), [`{"msg":"oops","value":"${shown.keySecret}"}`])
 })

@@ -11,7 +11,6 @@ import {
   createTenant,
   errorBody,
   issueToken,
-  JWT_SECRET,
   leakedLogLines,
   post,
   serverErrorCounts,
@@ -30,7 +29,6 @@ const TOO_LARGE = errorBody(413, 'Request body is too large', 'PAYLOAD_TOO_LARGE
 const node = await startApp(t)
 const acme: Tenant = await createTenant(node, 'Acme')
 const issued = await issueToken(node, acme, 'existing-user')
-const secrets: string[] = [ADMIN_TOKEN, JWT_SECRET, acme.keySecret]
 const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
 interface Route {
@@ -399,5 +397,5 @@ t.test('after all of it: the tenant still works, no request answered 5xx, no sec
   t.equal(again.user.id, issued.user.id)
   t.equal((await verify(node, again.token)).statusCode, 200)
   t.strictSame(await serverErrorCounts(node), [])
-  t.strictSame(leakedLogLines(node.logs, secrets), [])
+  t.strictSame(leakedLogLines(node.logs), [])
 })

@@ -80,8 +80,11 @@ export async function startApp(t: Teardown, env: Record<string, string> = {}, op
     config,
     logs,
     inject: (options) => app.inject(options),
-    admin: (method, url, payload) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) }),
+    admin: async (method, url, payload) => {
+      const response = await app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) })
+      rememberKeySecret(response.body)
+      return response
+    },
   }
 }
 
@@ -173,7 +176,20 @@ export async function countUsers(node: TestApp, companyId: string): Promise<numb
 }
 
 /** Log lines that contain any of `secrets`, or anything shaped like a whole JWT. */
-export function leakedLogLines(logs: string[], secrets: string[]): string[] {
+/** Every secret this test process handed out: the admin token, the JWT key, each API key secret. */
+const handedOut = new Set<string>([ADMIN_TOKEN, JWT_SECRET])
+
+/** Called on every admin answer (and by tests that call the admin API by hand), so that each key secret shown is checked against the logs. */
+export function rememberKeySecret(body: string): void {
+  const match = /"keySecret":"([^"]+)"/.exec(body)
+  if (match) handedOut.add(match[1]!)
+}
+
+/** Log lines holding a whole JWT or any secret handed out in this process (and `extra`). */
+export function leakedLogLines(logs: string[], extra: string[] = []): string[] {
+  // Without a key secret among them the check would prove little: the caller made no key.
+  if (handedOut.size <= 2) throw new Error('leakedLogLines: no API key secret was handed out in this test process')
+  const secrets = [...handedOut, ...extra]
   const jwt = /eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/
   return logs.filter((line) => jwt.test(line) || secrets.some((secret) => secret.length > 0 && line.includes(secret)))
 }
