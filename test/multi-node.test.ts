@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import pg from 'pg'
 import { admin, call, setupCompany, startNode, verify, type NodeProcess } from './chaos/lib/nodes.js'
 import { startRedis, type RedisServer } from './chaos/lib/services.js'
+import { freshPostgresDatabase } from './support/helpers.js'
 
 /**
  * Three real node processes (`node dist/src/cli.js serve`) over the real PostgreSQL
@@ -13,40 +12,21 @@ import { startRedis, type RedisServer } from './chaos/lib/services.js'
  *
  * It runs the same in both passes of `npm test`: it never uses the pass's store.
  */
-const PG_ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres'
-
-const dbName = `chat_auth_multinode_${randomBytes(4).toString('hex')}`
+let databaseUrl: string
 let redis: RedisServer
 let nodes: NodeProcess[] = []
 
-async function pgAdmin(sql: string) {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL })
-  await client.connect()
-  try {
-    await client.query(sql)
-  } finally {
-    await client.end()
-  }
-}
-
-const databaseUrl = () => {
-  const url = new URL(PG_ADMIN_URL)
-  url.pathname = '/' + dbName
-  return url.toString()
-}
-
 t.before(async () => {
-  await pgAdmin(`CREATE DATABASE ${dbName}`)
+  databaseUrl = await freshPostgresDatabase(t)
   redis = await startRedis()
 })
 
 t.teardown(async () => {
   await Promise.allSettled(nodes.map((n) => n.stop()))
   await redis?.stop()
-  await pgAdmin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
 })
 
-const env = () => ({ DATABASE_URL: databaseUrl(), REDIS_URL: redis.url, CACHE_LEASE_MS: '500' })
+const env = () => ({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, CACHE_LEASE_MS: '500' })
 
 const token = async (base: string, key: { keyId: string; keySecret: string }, userId: string, agentId?: string) => {
   const answer = await call(base, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId, ...(agentId ? { agentId } : {}) })

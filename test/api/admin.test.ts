@@ -22,9 +22,8 @@ import {
   verify,
   type Tenant,
 } from '../support/helpers.js'
+import { INVALID_ADMIN_TOKEN as INVALID_ADMIN, INVALID_API_CREDENTIALS as INVALID_CREDENTIALS } from '../support/spec-bodies.js'
 
-const INVALID_ADMIN = errorBody(401, 'Invalid admin token', 'INVALID_ADMIN_TOKEN')
-const INVALID_CREDENTIALS = errorBody(401, 'Invalid API credentials', 'INVALID_API_CREDENTIALS')
 const notFound = (what: string) => errorBody(404, `${what} not found`, 'NOT_FOUND')
 const INVALID_DEFAULT_AGENT = errorBody(400, 'defaultAgentId must be an agent of this company', 'INVALID_DEFAULT_AGENT')
 

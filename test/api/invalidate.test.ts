@@ -6,7 +6,6 @@ import t from 'tap'
 import {
   createTenant,
   decodeToken,
-  errorBody,
   invalidate,
   issueToken,
   leakedLogLines,
@@ -17,10 +16,8 @@ import {
   verify,
   type Tenant,
 } from '../support/helpers.js'
+import { CUSTOMER_USER_NOT_FOUND as USER_NOT_FOUND, INVALID_API_CREDENTIALS as INVALID_CREDENTIALS, TOKEN_REVOKED as REVOKED } from '../support/spec-bodies.js'
 
-const INVALID_CREDENTIALS = errorBody(401, 'Invalid API credentials', 'INVALID_API_CREDENTIALS')
-const USER_NOT_FOUND = errorBody(400, 'Customer user not found or does not belong to your company', 'CUSTOMER_USER_NOT_FOUND')
-const REVOKED = errorBody(401, 'Token has been revoked', 'TOKEN_REVOKED')
 
 const node = await startApp(t)
 const tenant = (name = 'Acme'): Promise<Tenant> => createTenant(node, name)

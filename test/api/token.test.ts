@@ -24,15 +24,13 @@ import {
   type Tenant,
   type TestApp,
 } from '../support/helpers.js'
+import { AGENT_INACTIVE, INVALID_API_CREDENTIALS as INVALID_CREDENTIALS, INVALID_TOKEN } from '../support/spec-bodies.js'
 
 const TOKEN_URL = '/rest/v1/auth/token'
-const INVALID_CREDENTIALS = errorBody(401, 'Invalid API credentials', 'INVALID_API_CREDENTIALS')
 const MALFORMED_EXPIRES_IN = errorBody(400, 'expiresIn must be a positive integer followed by m, h or d (for example 30m, 1h, 7d)', 'INVALID_EXPIRES_IN')
 const AGENT_NOT_FOUND = errorBody(400, 'Agent not found or does not belong to your company', 'AGENT_NOT_FOUND')
 const AGENT_REQUIRED = errorBody(400, 'agentId is required: the company has no default agent', 'AGENT_REQUIRED')
 const USER_INACTIVE = errorBody(403, 'Customer user is inactive', 'CUSTOMER_USER_INACTIVE')
-const INVALID_TOKEN = errorBody(401, 'Invalid token', 'INVALID_TOKEN')
-const AGENT_INACTIVE = errorBody(401, 'Agent is inactive', 'AGENT_INACTIVE')
 const SIGNING_KID = createKeyring({ keys: [], issuer: undefined, audience: undefined, clockToleranceSeconds: 0 }, [{ alg: 'HS256', secret: JWT_SECRET }]).signingKid
 
 const node = await startApp(t)

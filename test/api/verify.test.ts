@@ -24,15 +24,17 @@ import {
   type Tenant,
   type TestApp,
 } from '../support/helpers.js'
+import {
+  AGENT_INACTIVE,
+  INVALID_TOKEN as INVALID,
+  MISSING_BEARER_TOKEN as MISSING,
+  TOKEN_COMPANY_MISMATCH as COMPANY_MISMATCH,
+  TOKEN_EXPIRED as EXPIRED,
+  TOKEN_REVOKED as REVOKED,
+  USER_NOT_FOUND_OR_INACTIVE as USER_NOT_FOUND,
+} from '../support/spec-bodies.js'
 
 const VERIFY_URL = '/rest/v1/auth/verify'
-const MISSING = errorBody(401, 'Missing bearer token', 'MISSING_BEARER_TOKEN')
-const INVALID = errorBody(401, 'Invalid token', 'INVALID_TOKEN')
-const EXPIRED = errorBody(401, 'Token has expired', 'TOKEN_EXPIRED')
-const USER_NOT_FOUND = errorBody(401, 'Customer user not found or inactive', 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE')
-const REVOKED = errorBody(401, 'Token has been revoked', 'TOKEN_REVOKED')
-const COMPANY_MISMATCH = errorBody(401, 'Token company mismatch', 'TOKEN_COMPANY_MISMATCH')
-const AGENT_INACTIVE = errorBody(401, 'Agent is inactive', 'AGENT_INACTIVE')
 const OTHER_SECRET = 'another-jwt-secret-of-at-least-32-bytes-retired!!'
 const kidOf = (secret: string) => createKeyring({ keys: [], issuer: undefined, audience: undefined, clockToleranceSeconds: 0 }, [{ alg: 'HS256', secret }]).signingKid
 const KID = kidOf(JWT_SECRET)

@@ -1,11 +1,11 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import { Writable } from 'node:stream'
-import pg from 'pg'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
+import { createScratchDatabase } from '../../bench/lib/pg.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js'
 
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
@@ -21,26 +21,9 @@ export interface Teardown {
 
 /** A fresh PostgreSQL database for one test, dropped after it; its URL. */
 export async function freshPostgresDatabase(t: Teardown): Promise<string> {
-  const name = `chat_auth_test_${process.pid}_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: ADMIN_URL })
-  await admin.connect()
-  try {
-    await admin.query(`CREATE DATABASE ${name}`)
-  } finally {
-    await admin.end()
-  }
-  t.teardown(async () => {
-    const dropper = new pg.Client({ connectionString: ADMIN_URL })
-    await dropper.connect()
-    try {
-      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    } finally {
-      await dropper.end()
-    }
-  })
-  const url = new URL(ADMIN_URL)
-  url.pathname = '/' + name
-  return url.toString()
+  const database = await createScratchDatabase(ADMIN_URL, `chat_auth_test_${process.pid}`)
+  t.teardown(() => database.drop())
+  return database.url
 }
 
 /** The environment of a node on this run's back end: a new, empty store. */
