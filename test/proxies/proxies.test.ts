@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import { ADMIN_TOKEN, JWT_SECRET, STORE, decodeToken, forgeHs256, freshPostgresDatabase, nowSeconds } from '../support/helpers.js'
+import { startNodeProcess, type NodeProcess } from '../support/node-process.js'
+import {
+  CADDY,
+  NGINX,
+  composeNginxConfig,
+  freePort,
+  readmeBlock,
+  startCaddy,
+  startEcho,
+  startNginx,
+  startPgRelay,
+  substitute,
+  type Echo,
+  type Proxy,
+} from './support/proxies.js'
+
+/**
+ * The proxy recipes the project ships — docker-compose.yml's nginx, the README's nginx and
+ * Caddy snippets — run by the real programs, read from those files, in front of a real
+ * gateway node (on PostgreSQL, through a relay the test can cut) and an echo upstream.
+ *
+ * The proxies do not depend on the gateway's store, so this file runs once, in the
+ * PostgreSQL pass of `npm test`.
+ */
+if (STORE !== 'postgres') {
+  t.pass('the proxy tests run in the PostgreSQL pass')
+} else {
+  if (!NGINX || !CADDY) throw new Error('nginx and caddy must be installed for the proxy tests (.ci/run installs nginx-light and caddy)')
+  await suite()
+}
+
+interface Tokens {
+  valid: string
+  expired: string
+  revoked: string
+  /** well signed, for a user no cache has seen: only the store can answer for it */
+  unseenUser: string
+  identity: { userId: string; externalId: string; companyId: string; agentId: string }
+}
+
+async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(base + path, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await response.text()
+  return { status: response.status, text, json: () => JSON.parse(text) }
+}
+
+async function makeTokens(gateway: string): Promise<Tokens> {
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+  const company = (await call(gateway, 'POST', '/admin/v1/companies', { name: 'Proxied' }, admin)).json()
+  await call(gateway, 'POST', `/admin/v1/companies/${company.id}/agents`, { name: 'bot' }, admin)
+  const key = (await call(gateway, 'POST', `/admin/v1/companies/${company.id}/api-keys`, {}, admin)).json()
+  const issue = async (userId: string) => {
+    const answer = await call(gateway, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId })
+    if (answer.status !== 200) throw new Error(`token: ${answer.status} ${answer.text}`)
+    return answer.json()
+  }
+  const alice = await issue('alice')
+  const bob = await issue('bob')
+  const invalidated = await call(gateway, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: bob.user.id })
+  if (invalidated.status !== 200) throw new Error(`invalidate: ${invalidated.text}`)
+  const { header, payload } = decodeToken(alice.token)
+  return {
+    valid: alice.token,
+    revoked: bob.token,
+    expired: forgeHs256(header, { ...payload, iat: nowSeconds() - 120, exp: nowSeconds() - 60 }, JWT_SECRET),
+    unseenUser: forgeHs256(header, { ...payload, sub: randomUUID(), jti: randomUUID() }, JWT_SECRET),
+    identity: { userId: alice.user.id, externalId: 'alice', companyId: alice.user.companyId, agentId: alice.user.agentId },
+  }
+}
+
+interface Shipped {
+  name: string
+  proxy: Proxy
+  /** what a proxy answers when the gateway answers 503, and when it is down */
+  expect: { unavailable: number; down: number }
+}
+
+async function suite(): Promise<void> {
+  let node: NodeProcess
+  let relay: Awaited<ReturnType<typeof startPgRelay>>
+  let echo: Echo
+  let tokens: Tokens
+  const proxies: Shipped[] = []
+
+  t.before(async () => {
+    const databaseUrl = new URL(await freshPostgresDatabase(t))
+    relay = await startPgRelay({ host: databaseUrl.hostname, port: Number(databaseUrl.port || 5432) })
+    databaseUrl.host = `127.0.0.1:${relay.port}`
+    node = await startNodeProcess({ DATABASE_URL: databaseUrl.toString(), ADMIN_TOKEN, JWT_SECRET })
+    echo = await startEcho()
+    tokens = await makeTokens(node.url)
+    const gateway = node.url.replace('http://', '')
+
+    const composePort = await freePort()
+    const compose = substitute(composeNginxConfig(), {
+      'gateway-1:3000': gateway,
+      'gateway-2:3000': gateway,
+      'chat-backend:80': echo.address,
+      'listen 8080;': `listen 127.0.0.1:${composePort};`,
+    })
+    proxies.push({ name: 'docker-compose.yml nginx', proxy: await startNginx({ server: compose }, composePort), expect: { unavailable: 500, down: 500 } })
+
+    const readmeNginxPort = await freePort()
+    proxies.push({
+      name: 'README nginx',
+      proxy: await startNginx({ locations: readmeBlock('Behind a reverse proxy', 'nginx'), upstreams: { chat_backend: echo.address, chat_auth: gateway } }, readmeNginxPort),
+      expect: { unavailable: 500, down: 500 },
+    })
+
+    const caddyPort = await freePort()
+    const caddyfile = substitute(readmeBlock('Behind a reverse proxy', 'caddyfile'), {
+      ':8080 {': `http://127.0.0.1:${caddyPort} {`,
+      'chat-auth:3000': gateway,
+      'chat-backend:8000': echo.address,
+    })
+    proxies.push({ name: 'README Caddy', proxy: await startCaddy(caddyfile, caddyPort), expect: { unavailable: 503, down: 502 } })
+  })
+
+  t.teardown(async () => {
+    await Promise.allSettled(proxies.map(({ proxy }) => proxy.stop()))
+    await node?.stop()
+    await echo?.close()
+    await relay?.close()
+  })
+
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+  const forged = { 'x-auth-user-id': 'EVIL', 'X-Auth-External-Id': 'EVIL', 'x-auth-company-id': 'EVIL', 'X-AUTH-AGENT-ID': 'EVIL' }
+
+  t.test('every shipped config', async (t) => {
+    for (const { name, proxy } of proxies) {
+      t.test(name, async (t) => {
+        const denials: Array<[string, Record<string, string>, string]> = [
+          ['no token', {}, 'Missing bearer token'],
+          ['a garbage token', bearer('junk'), 'Invalid token'],
+          ['an expired token', bearer(tokens.expired), 'Token has expired'],
+          ['a revoked token', bearer(tokens.revoked), 'Token has been revoked'],
+          ['a revoked token with forged identity headers', { ...bearer(tokens.revoked), ...forged }, 'Token has been revoked'],
+        ]
+        for (const [label, headers] of denials) {
+          for (const method of ['GET', 'POST']) {
+            const before = echo.received.length
+            const answer = await call(proxy.url, method, '/chat/rooms/1', method === 'POST' ? { text: 'hi' } : undefined, headers)
+            t.equal(answer.status, 401, `${label}, ${method}: 401 at the proxy`)
+            t.equal(echo.received.length, before, `${label}, ${method}: the upstream is never called`)
+          }
+        }
+
+        const before = echo.received.length
+        const get = await call(proxy.url, 'GET', '/chat/rooms/1?since=5', undefined, bearer(tokens.valid))
+        t.equal(get.status, 200, 'a valid token passes')
+        t.equal(echo.received.length, before + 1, 'the upstream is called once')
+        const seen = echo.received.at(-1)!
+        t.equal(seen.method, 'GET')
+        t.equal(seen.url, '/chat/rooms/1?since=5', 'path and query pass through')
+        t.same(identityHeaders(seen.headers), tokens.identity, 'the upstream receives all four identity headers from the answer')
+
+        for (const [method, body, type] of [
+          ['POST', JSON.stringify({ text: 'hello', n: 1 }), 'application/json'],
+          ['PUT', 'plain text body\nwith two lines', 'text/plain'],
+        ] as const) {
+          const response = await fetch(proxy.url + '/chat/rooms/1/messages', { method, body, headers: { 'content-type': type, ...bearer(tokens.valid) } })
+          await response.arrayBuffer()
+          t.equal(response.status, 200, `${method} with a body passes`)
+          const got = echo.received.at(-1)!
+          t.equal(got.method, method, `${method}: the method passes through`)
+          t.equal(got.body, body, `${method}: the body passes through untouched`)
+          t.equal(got.headers['content-type'], type)
+          t.equal(got.headers.authorization, `Bearer ${tokens.valid}`, 'the token itself passes through too')
+        }
+
+        const forging = await call(proxy.url, 'POST', '/chat/rooms/1', { text: 'x' }, { ...bearer(tokens.valid), ...forged })
+        t.equal(forging.status, 200)
+        const forgedSeen = echo.received.at(-1)!
+        t.same(identityHeaders(forgedSeen.headers), tokens.identity, 'identity headers sent by the client never reach the upstream')
+        t.notMatch(JSON.stringify(forgedSeen.headers), /EVIL/, 'not even as a second value')
+      })
+    }
+  })
+
+  t.test('docker-compose.yml: only the public API is public', async (t) => {
+    const { proxy } = proxies[0]!
+    const adminHeaders = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    for (const path of ['/metrics', '/admin/v1/companies/00000000-0000-4000-8000-000000000000', '//admin/v1/companies/x', '/%61dmin/v1/companies/x', '/rest/v1/../admin/v1/companies/x', '/rest/v1/%2e%2e/metrics', '/healthz', '/readyz', '/_verify']) {
+      const answer = await call(proxy.url, 'GET', path, undefined, adminHeaders)
+      t.equal(answer.status, 404, `${path}: 404 at the public proxy`)
+      t.notMatch(answer.text, /chat_auth_|"name"|statusCode/, `${path}: nothing of the gateway's answer`)
+    }
+    const jwks = await call(proxy.url, 'GET', '/.well-known/jwks.json')
+    t.equal(jwks.status, 200, 'the JWKS is public')
+    const direct = await call(proxy.url, 'GET', '/rest/v1/auth/verify', undefined, bearer(tokens.valid))
+    t.equal(direct.status, 200, 'the verify endpoint is public')
+    t.equal(direct.json().user.id, tokens.identity.userId)
+  })
+
+  t.test('the gateway answering 503: every proxy refuses, never forwards', async (t) => {
+    relay.cut()
+    const direct = await call(node.url, 'GET', '/rest/v1/auth/verify', undefined, bearer(tokens.unseenUser))
+    t.equal(direct.status, 503, 'the gateway itself cannot decide without its store')
+    for (const { name, proxy, expect } of proxies) {
+      const before = echo.received.length
+      const answer = await call(proxy.url, 'POST', '/chat/rooms/1', { text: 'x' }, bearer(tokens.unseenUser))
+      t.equal(answer.status, expect.unavailable, `${name}: ${expect.unavailable}`)
+      t.equal(echo.received.length, before, `${name}: the upstream is never called`)
+    }
+  })
+
+  t.test('the gateway down: every proxy refuses, never forwards', async (t) => {
+    await node.stop()
+    for (const { name, proxy, expect } of proxies) {
+      for (const token of [tokens.valid, tokens.unseenUser]) {
+        const before = echo.received.length
+        const answer = await call(proxy.url, 'GET', '/chat/rooms/1', undefined, bearer(token))
+        t.equal(answer.status, expect.down, `${name}: ${expect.down}`)
+        t.equal(echo.received.length, before, `${name}: the upstream is never called`)
+      }
+    }
+  })
+}
+
+function identityHeaders(headers: Record<string, unknown>) {
+  return {
+    userId: headers['x-auth-user-id'],
+    externalId: headers['x-auth-external-id'],
+    companyId: headers['x-auth-company-id'],
+    agentId: headers['x-auth-agent-id'],
+  }
+}

@@ -1,0 +1,250 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/**
+ * Real nginx and Caddy processes on free ports, run with the configs the README and
+ * docker-compose.yml ship (read from those files here, so the docs cannot drift from what
+ * is tested), in front of a real gateway node and an upstream that echoes what it receives.
+ */
+
+const root = new URL('../../../', import.meta.url)
+
+export const installed = (binary: string): boolean => spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0
+export const NGINX = ['/usr/sbin/nginx', 'nginx'].find((b) => installed(b))
+export const CADDY = ['caddy'].find((b) => installed(b))
+
+// ── the shipped configs ──────────────────────────────────────────────────────
+/** The fenced block of `language` in the README section `heading`. */
+export function readmeBlock(heading: string, language: string): string {
+  const readme = readFileSync(new URL('README.md', root), 'utf8')
+  const start = readme.indexOf(`\n## ${heading}\n`)
+  if (start < 0) throw new Error(`README has no "## ${heading}" section`)
+  const end = readme.indexOf('\n## ', start + 1)
+  const section = readme.slice(start, end < 0 ? undefined : end)
+  const match = new RegExp('```' + language + '\\n([\\s\\S]*?)```').exec(section)
+  if (!match) throw new Error(`README section "${heading}" has no \`\`\`${language} block`)
+  return match[1]!
+}
+
+/** The nginx config docker-compose.yml ships (its `configs.nginx.content`), with compose's `$$` escapes resolved. */
+export function composeNginxConfig(): string {
+  const lines = readFileSync(new URL('docker-compose.yml', root), 'utf8').split('\n')
+  const configs = lines.findIndex((line) => line === 'configs:')
+  const nginx = lines.findIndex((line, i) => i > configs && /^ {2}nginx:\s*$/.test(line))
+  const content = lines.findIndex((line, i) => i > nginx && /^ {4}content: \|\s*$/.test(line))
+  if (configs < 0 || nginx < 0 || content < 0) throw new Error('docker-compose.yml has no configs.nginx.content')
+  const body: string[] = []
+  for (const line of lines.slice(content + 1)) {
+    if (line.trim() !== '' && !line.startsWith('      ')) break
+    body.push(line.slice(6))
+  }
+  return body.join('\n').replaceAll('$$', '$')
+}
+
+/** Replaces each `from` (a host:port or a listen address) with `to`; fails when one is absent, so a renamed host cannot go unnoticed. */
+export function substitute(text: string, replacements: Record<string, string>): string {
+  let result = text
+  for (const [from, to] of Object.entries(replacements)) {
+    if (!result.includes(from)) throw new Error(`the shipped config no longer mentions ${from}`)
+    result = result.replaceAll(from, to)
+  }
+  return result
+}
+
+// ── the upstream ─────────────────────────────────────────────────────────────
+export interface Received {
+  method: string
+  url: string
+  headers: IncomingHttpHeaders
+  body: string
+}
+
+export interface Echo {
+  port: number
+  address: string
+  received: Received[]
+  close(): Promise<void>
+}
+
+/** An upstream that records every request and answers 200 with what it received. */
+export async function startEcho(): Promise<Echo> {
+  const received: Received[] = []
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => {
+      const entry = { method: request.method!, url: request.url!, headers: request.headers, body: Buffer.concat(chunks).toString() }
+      received.push(entry)
+      response.setHeader('content-type', 'application/json')
+      response.end(JSON.stringify({ upstream: 'echo', ...entry }))
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const port = (server.address() as net.AddressInfo).port
+  return {
+    port,
+    address: `127.0.0.1:${port}`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
+
+/** A stand-in for a gateway answering 503 (cannot decide), with the SPEC's body: the status is what the proxy acts on. */
+export async function startUnavailable(): Promise<{ address: string; calls: () => number; close(): Promise<void> }> {
+  let calls = 0
+  const server = createServer((_request, response) => {
+    calls++
+    response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
+    response.end(JSON.stringify({ statusCode: 503, message: 'Service unavailable', code: 'SERVICE_UNAVAILABLE' }))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    calls: () => calls,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const port = (server.address() as net.AddressInfo).port
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** A port nothing listens on (taken and released). */
+export const closedAddress = async () => `127.0.0.1:${await freePort()}`
+
+async function waitForPort(port: number, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${output()}`)
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)))
+      socket.on('error', () => resolve(false))
+    })
+    if (open) return
+    if (Date.now() > deadline) throw new Error(`did not listen on ${port} in time:\n${output()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+export interface Proxy {
+  url: string
+  output(): string
+  stop(): Promise<void>
+}
+
+async function run(command: string, args: string[], env: NodeJS.ProcessEnv, port: number, dir: string): Promise<Proxy> {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout!.on('data', (chunk) => (output += chunk))
+  child.stderr!.on('data', (chunk) => (output += chunk))
+  const exited = once(child, 'exit')
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM')
+      await exited
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    await waitForPort(port, child, () => output)
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return { url: `http://127.0.0.1:${port}`, output: () => output, stop }
+}
+
+/**
+ * nginx in the foreground, as any user: `http { … }` holds the shipped `server` block (or
+ * `locations`, wrapped in one), with temp paths and logs in a temporary folder.
+ */
+export async function startNginx(config: { server: string } | { locations: string; upstreams: Record<string, string> }, port: number): Promise<Proxy> {
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-nginx-'))
+  chmodSync(dir, 0o755)
+  for (const sub of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
+    mkdirSync(join(dir, sub))
+    chmodSync(join(dir, sub), 0o777) // workers run as nobody when the tests run as root
+  }
+  const server =
+    'server' in config
+      ? config.server
+      : `${Object.entries(config.upstreams)
+          .map(([name, address]) => `upstream ${name} { server ${address}; }`)
+          .join('\n')}\nserver {\n  listen 127.0.0.1:${port};\n${config.locations}\n}\n`
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+${server}
+}
+`,
+  )
+  return run(
+    NGINX!,
+    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', `daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;`],
+    process.env,
+    port,
+    dir,
+  )
+}
+
+/** Caddy in the foreground with the admin API off and every folder of its own in a temporary one. */
+export async function startCaddy(siteBlock: string, port: number): Promise<Proxy> {
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-caddy-'))
+  const file = join(dir, 'Caddyfile')
+  writeFileSync(file, `{\n\tadmin off\n\tauto_https off\n}\n\n${siteBlock}`)
+  const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }
+  return run(CADDY!, ['run', '--config', file, '--adapter', 'caddyfile'], env, port, dir)
+}
+
+/** A TCP relay to PostgreSQL that the test can cut: the gateway behind it then cannot read its store. */
+export async function startPgRelay(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>()
+  let cut = false
+  const server = net.createServer((client) => {
+    if (cut) return void client.destroy()
+    const upstream = net.connect(target.port, target.host)
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      socket.on('error', () => {})
+    }
+    client.pipe(upstream).pipe(client)
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const cutAll = () => {
+    cut = true
+    for (const socket of sockets) socket.destroy()
+  }
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut: cutAll,
+    async close() {
+      cutAll()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
