@@ -1,6 +1,6 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import type { Gateway } from './gateway.js'
-import { bearerToken, type Identity } from './auth/verify.js'
+import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { bearerToken, type Identity, type VerifyToken } from './auth/verify.js'
 import { BEARER_CHALLENGE, denialBody, errors } from './errors.js'
 import { body } from './http/error-handler.js'
 
@@ -16,7 +16,8 @@ declare module 'fastify' {
 }
 
 export interface ChatAuthPluginOptions {
-  gateway: Gateway
+  /** a gateway from `createGateway` (the plugin uses only its verifier) */
+  gateway: { verifyToken: VerifyToken }
 }
 
 /**
@@ -24,23 +25,21 @@ export interface ChatAuthPluginOptions {
  * as the gateway: `app.register(chatAuthPlugin, { gateway })`, then
  * `{ preHandler: app.requireChatToken }` on the routes to protect.
  */
-const plugin: FastifyPluginAsync<ChatAuthPluginOptions> = async (fastify: FastifyInstance, { gateway }) => {
-  fastify.decorateRequest('chatAuth', null)
-  fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
-    let verdict
-    try {
-      verdict = await gateway.verifyToken(bearerToken(request.headers.authorization))
-    } catch (error) {
-      request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
-      return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
-    }
-    if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
-    request.chatAuth = verdict.identity
-  })
-}
-
-// What fastify-plugin does: the decorators are visible to the registering scope.
-;(plugin as unknown as Record<symbol, unknown>)[Symbol.for('skip-override')] = true
-;(plugin as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')] = 'chat-auth'
-
-export const chatAuthPlugin = plugin
+export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
+  async (fastify, { gateway }) => {
+    const { verifyToken } = gateway
+    fastify.decorateRequest('chatAuth', null)
+    fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
+      let verdict
+      try {
+        verdict = await verifyToken(bearerToken(request.headers.authorization))
+      } catch (error) {
+        request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
+        return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+      }
+      if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
+      request.chatAuth = verdict.identity
+    })
+  },
+  { name: 'chat-auth', fastify: '5.x' },
+)
