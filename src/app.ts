@@ -9,6 +9,7 @@ import { invalidateRoute } from './routes/invalidate.js'
 import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
+import type { VerifyToken } from './auth/verify.js'
 
 /**
  * The application as a Fastify plugin: routes, error handling and request metrics over a
@@ -20,11 +21,13 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
   // Only JSON bodies: any other content type is a 415 (the verify routes accept anything).
   fastify.removeContentTypeParser('text/plain')
 
-  await fastify.register(tokenRoute, { gateway })
-  await fastify.register(invalidateRoute, { gateway })
-  await fastify.register(verifyRoute, { gateway })
-  await fastify.register(operationsRoutes, { gateway })
-  await fastify.register(adminRoutes, { gateway, prefix: '/admin/v1' })
+  // Each part gets the services it uses, never the whole gateway.
+  const { authenticateApiKey, tokens, changes, verifyToken, store, bus, metrics, keyring } = gateway
+  await fastify.register(tokenRoute, { authenticateApiKey, tokens })
+  await fastify.register(invalidateRoute, { authenticateApiKey, changes })
+  await fastify.register(verifyRoute, { verifyToken })
+  await fastify.register(operationsRoutes, { store, bus, metrics, keyring })
+  await fastify.register(adminRoutes, { adminTokenMatches: (token) => gateway.adminTokenMatches(token), store, changes, prefix: '/admin/v1' })
 }
 
 /**
@@ -37,7 +40,7 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
     bodyLimit: config.bodyLimitBytes,
     // Ids longer than find-my-way's default of 100 are "not found" (404), not a 414.
     routerOptions: { maxParamLength: 2048 },
-    frameworkErrors: answerFrameworkError(gateway) as FastifyServerOptions['frameworkErrors'],
+    frameworkErrors: answerFrameworkError(gateway.verifyToken) as FastifyServerOptions['frameworkErrors'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
     // Nor is a child logger built for every request: errors log their request id themselves.
@@ -51,10 +54,10 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
 }
 
 /** What fails before routing (a malformed URL) still gets a SPEC body. */
-function answerFrameworkError(gateway: Gateway) {
+function answerFrameworkError(verifyToken: VerifyToken) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A proxy's verify call is decided by its token, whatever its path looks like.
-    if (request.url.startsWith(VERIFY_PATH + '/')) return answerVerification(gateway, request, reply)
+    if (request.url.startsWith(VERIFY_PATH + '/')) return answerVerification(verifyToken, request, reply)
     const apiError = toApiError(error)
     return reply.code(apiError.statusCode).send(body(apiError))
   }

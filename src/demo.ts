@@ -1,5 +1,5 @@
-import type { Gateway } from './gateway.js'
 import { generateApiKey } from './auth/api-keys.js'
+import type { Store } from './store/store.js'
 
 export interface DemoData {
   companyId: string
@@ -9,9 +9,7 @@ export interface DemoData {
 }
 
 /** First run on an empty embedded store: a company, an agent and a key to try the API with. */
-export async function seedDemo(gateway: Gateway): Promise<DemoData | undefined> {
-  const { store } = gateway
-  if ((await store.countCompanies()) > 0) return undefined
+export async function seedDemo(store: Pick<Store, 'countCompanies' | 'createCompany' | 'createAgent' | 'createApiKey'>): Promise<DemoData | undefined> {  if ((await store.countCompanies()) > 0) return undefined
   const company = await store.createCompany('Demo Company')
   const agent = (await store.createAgent(company.id, 'Demo Agent', true))!
   const { keyId, keySecret, secretHash } = generateApiKey()

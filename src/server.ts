@@ -22,7 +22,7 @@ const SHUTDOWN_GRACE_MS = 10_000
 export async function startServer(config: Config, logger: Logger, print: (text: string) => void = (t) => process.stdout.write(t + '\n')): Promise<RunningServer> {
   const { app, gateway } = await buildApp(config, { logger })
   try {
-    const demo = config.seedDemo && !config.databaseUrl ? await seedDemo(gateway) : undefined
+    const demo = config.seedDemo && !config.databaseUrl ? await seedDemo(gateway.store) : undefined
     await app.listen({ port: config.port, host: config.host })
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.port

@@ -1,5 +1,5 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { ApiKeyState } from '../store/store.js'
+import type { ApiKeyState } from '../domain.js'
 
 const SECRET_BYTES = 32
 

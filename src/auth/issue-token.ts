@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { parseDuration } from '../config.js'
+import { parseDuration, type Config } from '../config.js'
 import { errors } from '../errors.js'
-import type { Gateway } from '../gateway.js'
-import { isUuid, type AgentState, type UserState } from '../store/store.js'
+import { isUuid, type AgentState, type UserState } from '../domain.js'
+import type { States } from '../cache/states.js'
+import type { Changes } from '../changes.js'
+import type { Keyring } from '../jwt/keyring.js'
+import type { Store } from '../store/store.js'
 
 const DEFAULT_LIFETIME_SECONDS = 24 * 3600
 
@@ -20,66 +23,88 @@ export function tokenLifetime(expiresIn: string | undefined, maxSeconds: number)
   return seconds
 }
 
-/** SPEC §3.1 step 3, explicit agent: one of the key's company, active or not. */
-export async function agentOfCompany(gateway: Gateway, companyId: string, agentId: string): Promise<AgentState> {
-  const agent = isUuid(agentId) ? await gateway.states.agent(agentId) : undefined
-  if (agent === undefined || agent.companyId !== companyId) throw errors.agentNotFound()
-  return agent
+export interface TokenIssuerOptions {
+  states: Pick<States, 'user' | 'agent' | 'knownUserId' | 'rememberUserId'>
+  store: Pick<Store, 'createUserIfAbsent' | 'getUserByExternalId'>
+  changes: Pick<Changes, 'setUserAgent'>
+  keyring: Pick<Keyring, 'sign'>
+  jwt: Pick<Config['jwt'], 'issuer' | 'audience'>
+  maxLifetimeSeconds: number
 }
 
-/**
- * SPEC §3.1 step 4: one customer user per (company, userId), however many first requests
- * race (the unique constraint decides); an explicit agent ties the user to it; an
- * inactive user gets no token and no change.
- */
-export async function findOrCreateUser(gateway: Gateway, companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState> {
-  const { states, store } = gateway
-  let user = await existingUser(gateway, companyId, externalId)
-  if (user === undefined) {
-    const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
-    if (created !== undefined) {
-      states.rememberUserId(companyId, externalId, created.id)
-      return created
-    }
-    user = await store.getUserByExternalId(companyId, externalId)
-    if (user === undefined) throw errors.defaultAgentRequired()
-    states.rememberUserId(companyId, externalId, user.id)
+/** The steps of SPEC §3.1 after the API key is authenticated, over the node's caches and store. */
+export interface TokenIssuer {
+  /** SPEC §3.1 step 2 (see tokenLifetime) with the configured maximum. */
+  lifetime(expiresIn: string | undefined): number
+  /** SPEC §3.1 step 3, explicit agent: one of the key's company, active or not. */
+  agentOfCompany(companyId: string, agentId: string): Promise<AgentState>
+  /**
+   * SPEC §3.1 step 4: one customer user per (company, userId), however many first requests
+   * race (the unique constraint decides); an explicit agent ties the user to it; an
+   * inactive user gets no token and no change.
+   */
+  findOrCreateUser(companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState>
+  /** Signs the JWT of SPEC §3.1 for the user's current token_version. */
+  sign(user: UserState, agent: AgentState, lifetimeSeconds: number): { token: string; exp: number }
+}
+
+export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds }: TokenIssuerOptions): TokenIssuer {
+  async function existingUser(companyId: string, externalId: string): Promise<UserState | undefined> {
+    const knownId = states.knownUserId(companyId, externalId)
+    if (knownId !== undefined) return states.user(knownId)
+    const user = await store.getUserByExternalId(companyId, externalId)
+    if (user !== undefined) states.rememberUserId(companyId, externalId, user.id)
+    return user
   }
-  if (!user.active) throw errors.customerUserInactive()
-  if (agent !== undefined && user.agentId !== agent.id) {
-    const retied = await store.setUserAgent(user.id, agent.id)
-    if (retied === undefined) throw errors.customerUserInactive()
-    await gateway.announce({ kind: 'user', state: retied }, retied.outboxId)
-    return retied
+
+  return {
+    lifetime: (expiresIn) => tokenLifetime(expiresIn, maxLifetimeSeconds),
+
+    async agentOfCompany(companyId, agentId) {
+      const agent = isUuid(agentId) ? await states.agent(agentId) : undefined
+      if (agent === undefined || agent.companyId !== companyId) throw errors.agentNotFound()
+      return agent
+    },
+
+    async findOrCreateUser(companyId, externalId, agent) {
+      let user = await existingUser(companyId, externalId)
+      if (user === undefined) {
+        const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
+        if (created !== undefined) {
+          states.rememberUserId(companyId, externalId, created.id)
+          return created
+        }
+        user = await store.getUserByExternalId(companyId, externalId)
+        if (user === undefined) throw errors.defaultAgentRequired()
+        states.rememberUserId(companyId, externalId, user.id)
+      }
+      if (!user.active) throw errors.customerUserInactive()
+      if (agent !== undefined && user.agentId !== agent.id) {
+        const retied = await changes.setUserAgent(user.id, agent.id)
+        if (retied === undefined) throw errors.customerUserInactive()
+        return retied
+      }
+      return user
+    },
+
+    sign(user, agent, lifetimeSeconds) {
+      const iat = Math.floor(Date.now() / 1000)
+      const exp = iat + lifetimeSeconds
+      const { issuer, audience } = jwt
+      const token = keyring.sign({
+        sub: user.id,
+        tokenVersion: user.tokenVersion,
+        companyId: user.companyId,
+        agentId: agent.id,
+        iat,
+        exp,
+        jti: randomUUID(),
+        ...(issuer !== undefined ? { iss: issuer } : {}),
+        ...(audience !== undefined ? { aud: audience } : {}),
+      })
+      return { token, exp }
+    },
   }
-  return user
-}
-
-async function existingUser(gateway: Gateway, companyId: string, externalId: string): Promise<UserState | undefined> {
-  const knownId = gateway.states.knownUserId(companyId, externalId)
-  if (knownId !== undefined) return gateway.states.user(knownId)
-  const user = await gateway.store.getUserByExternalId(companyId, externalId)
-  if (user !== undefined) gateway.states.rememberUserId(companyId, externalId, user.id)
-  return user
-}
-
-/** Signs the JWT of SPEC §3.1 for the user's current token_version. */
-export function signToken(gateway: Gateway, user: UserState, agent: AgentState, lifetimeSeconds: number): { token: string; exp: number } {
-  const iat = Math.floor(Date.now() / 1000)
-  const exp = iat + lifetimeSeconds
-  const { issuer, audience } = gateway.config.jwt
-  const token = gateway.keyring.sign({
-    sub: user.id,
-    tokenVersion: user.tokenVersion,
-    companyId: user.companyId,
-    agentId: agent.id,
-    iat,
-    exp,
-    jti: randomUUID(),
-    ...(issuer !== undefined ? { iss: issuer } : {}),
-    ...(audience !== undefined ? { aud: audience } : {}),
-  })
-  return { token, exp }
 }
 
 function formatSeconds(seconds: number): string {

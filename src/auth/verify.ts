@@ -1,7 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
 import type { MaybePromise, States } from '../cache/states.js'
-import { isUuid, type AgentState, type UserState } from '../store/store.js'
+import { isUuid, type AgentState, type UserState } from '../domain.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
 export interface Identity {

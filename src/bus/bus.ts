@@ -1,4 +1,4 @@
-import type { AgentState, UserState } from '../store/store.js'
+import type { AgentState, UserState } from '../domain.js'
 
 /** A committed change that every node's caches must see before the write answers. */
 export type Change =

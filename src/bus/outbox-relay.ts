@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { agentState, userState, type OutboxEntry, type Store } from '../store/store.js'
+import { agentState, apiKeyRevision, userState } from '../domain.js'
+import type { OutboxEntry, Store } from '../store/store.js'
 import type { Change, InvalidationBus } from './bus.js'
 
 /**
@@ -79,7 +80,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       case 'apiKey': {
         const key = await store.getApiKeyState(entry.key)
         // Only revocations are published, and a revocation is for good (see states.ts).
-        return key && { kind: 'apiKey', keyId: key.keyId, revision: key.revoked ? 1 : 0 }
+        return key && { kind: 'apiKey', keyId: key.keyId, revision: apiKeyRevision(key.revoked) }
       }
       default:
         return 'unknown-kind'

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Change, InvalidationBus } from '../bus/bus.js'
-import type { AgentState, ApiKeyState, Store, UserState } from '../store/store.js'
+import { apiKeyRevision, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
+import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 
 /**
@@ -21,7 +22,7 @@ export interface States {
 type ApiKeyRevision = ApiKeyState & Revisioned
 export type MaybePromise<T> = T | Promise<T>
 
-export function createStates(store: Store, bus: InvalidationBus, cacheSize: number): States {
+export function createStates(store: Pick<Store, 'getUser' | 'getAgent' | 'getApiKeyState'>, bus: InvalidationBus, cacheSize: number): States {
   const users = new CoherentCache<UserState>(cacheSize)
   const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)))
   const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)))
@@ -71,7 +72,7 @@ export function createStates(store: Store, bus: InvalidationBus, cacheSize: numb
     apiKey: (keyId) =>
       read(apiKeys, keyId, async () => {
         const key = await store.getApiKeyState(keyId)
-        return key && { ...key, companyId: intern(key.companyId), revision: key.revoked ? 1 : 0 }
+        return key && { ...key, companyId: intern(key.companyId), revision: apiKeyRevision(key.revoked) }
       }),
     knownUserId: (companyId, externalId) => userIds.get(companyId + '\u0000' + externalId),
     rememberUserId: (companyId, externalId, userId) => {

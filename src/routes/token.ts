@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Gateway } from '../gateway.js'
-import { authenticateApiKey } from '../auth/credentials.js'
-import { agentOfCompany, findOrCreateUser, signToken, tokenLifetime } from '../auth/issue-token.js'
+import type { AuthenticateApiKey } from '../auth/credentials.js'
+import type { TokenIssuer } from '../auth/issue-token.js'
 import { AgentSummary, errorResponses, Text, UserBody } from '../http/schemas.js'
 
 const TokenRequest = Type.Object({
@@ -21,18 +20,23 @@ const TokenResponse = Type.Object({
 })
 
 /** POST /rest/v1/auth/token — SPEC §3.1. */
-export const tokenRoute: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
+export interface TokenRouteOptions {
+  authenticateApiKey: AuthenticateApiKey
+  tokens: TokenIssuer
+}
+
+export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (fastify, { authenticateApiKey, tokens }) => {
   fastify.post(
     '/rest/v1/auth/token',
     { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 503) } } },
     async (request) => {
       const { keyId, keySecret, userId, agentId, expiresIn } = request.body
-      const key = await authenticateApiKey(gateway, keyId, keySecret)
-      const lifetime = tokenLifetime(expiresIn, gateway.config.tokenMaxTtlSeconds)
-      const requestedAgent = agentId === undefined ? undefined : await agentOfCompany(gateway, key.companyId, agentId)
-      const user = await findOrCreateUser(gateway, key.companyId, userId, requestedAgent)
-      const agent = requestedAgent ?? (await agentOfCompany(gateway, key.companyId, user.agentId))
-      const { token, exp } = signToken(gateway, user, agent, lifetime)
+      const key = await authenticateApiKey(keyId, keySecret)
+      const lifetime = tokens.lifetime(expiresIn)
+      const requestedAgent = agentId === undefined ? undefined : await tokens.agentOfCompany(key.companyId, agentId)
+      const user = await tokens.findOrCreateUser(key.companyId, userId, requestedAgent)
+      const agent = requestedAgent ?? (await tokens.agentOfCompany(key.companyId, user.agentId))
+      const { token, exp } = tokens.sign(user, agent, lifetime)
       return {
         token,
         user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },

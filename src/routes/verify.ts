@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Gateway } from '../gateway.js'
 import { Type } from '@sinclair/typebox'
-import { bearerToken, type Identity, type Verdict } from '../auth/verify.js'
+import { bearerToken, type Identity, type Verdict, type VerifyToken } from '../auth/verify.js'
 import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
 import { BEARER_CHALLENGE, denialBody, errors } from '../errors.js'
 import { body } from '../http/error-handler.js'
@@ -47,11 +46,11 @@ export const VERIFY_PATH = '/rest/v1/auth/verify'
  * The verify endpoint's answer to one request: 200, 401 or 503, nothing else. On a cache
  * hit it answers synchronously: the hot path makes no promise at all.
  */
-export function answerVerification(gateway: Gateway, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
+export function answerVerification(verifyToken: VerifyToken, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   reply.header('cache-control', 'no-store')
   let verdict: Verdict | Promise<Verdict>
   try {
-    verdict = gateway.verifyToken(bearerToken(request.headers.authorization))
+    verdict = verifyToken(bearerToken(request.headers.authorization))
   } catch (error) {
     return cannotDecide(request, reply, error)
   }
@@ -84,7 +83,7 @@ const schema = { response: { 200: VerifyResponse, ...errorResponses(401, 503) } 
  * that nginx auth_request, Envoy ext_authz and Traefik ForwardAuth can point at it. It
  * answers only 200, 401 or 503: a proxy turns anything else into a 500.
  */
-export async function verifyRoute(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): Promise<void> {
+export async function verifyRoute(fastify: FastifyInstance, { verifyToken }: { verifyToken: VerifyToken }): Promise<void> {
   // A proxy may forward the original request's body with any content type; it is never read.
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser('*', (_request, payload, done) => {
@@ -92,7 +91,7 @@ export async function verifyRoute(fastify: FastifyInstance, { gateway }: { gatew
     done(null, undefined)
   })
 
-  const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(gateway, request, reply)
+  const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(verifyToken, request, reply)
   const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => cannotDecide(request, reply, error)
   fastify.all(VERIFY_PATH, { errorHandler, schema }, handler)
   fastify.all(`${VERIFY_PATH}/*`, { errorHandler, schema }, handler)

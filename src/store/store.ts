@@ -1,30 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from './db.js'
-
-/** What verification needs of a customer user; cached on every node. */
-export interface UserState {
-  id: string
-  companyId: string
-  externalId: string
-  agentId: string
-  tokenVersion: number
-  active: boolean
-  /** grows on every change of the row: the order of changes, for caches */
-  revision: number
-}
+import type { AgentState, ApiKeyState, UserState } from '../domain.js'
 
 export interface UserRecord extends UserState {
   createdAt: Date
   updatedAt: Date
-}
-
-/** What verification needs of an agent; cached on every node. */
-export interface AgentState {
-  id: string
-  companyId: string
-  name: string
-  active: boolean
-  revision: number
 }
 
 export interface AgentRecord extends AgentState {
@@ -36,13 +16,6 @@ export interface CompanyRecord {
   name: string
   defaultAgentId: string | null
   createdAt: Date
-}
-
-export interface ApiKeyState {
-  keyId: string
-  companyId: string
-  secretHash: Buffer
-  revoked: boolean
 }
 
 export interface ApiKeyRecord {
@@ -64,31 +37,6 @@ export interface OutboxEntry {
   id: string
   kind: string
   key: string
-}
-
-/** The state fields alone (a record carries more): what travels on the bus. */
-export const userState = (user: UserState): UserState => ({
-  id: user.id,
-  companyId: user.companyId,
-  externalId: user.externalId,
-  agentId: user.agentId,
-  tokenVersion: user.tokenVersion,
-  active: user.active,
-  revision: user.revision,
-})
-export const agentState = (agent: AgentState): AgentState => ({
-  id: agent.id,
-  companyId: agent.companyId,
-  name: agent.name,
-  active: agent.active,
-  revision: agent.revision,
-})
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
-export function isUuid(value: string): boolean {
-  return value.length === 36 && UUID.test(value)
 }
 
 // One SELECT list per table, so every query maps rows the same way.
@@ -180,6 +128,14 @@ const outboxed =
   (row: Row & { outbox_id: string | number | bigint }): Outboxed<T> => ({ ...map(row), outboxId: String(row.outbox_id) })
 
 export type Store = ReturnType<typeof createStore>
+
+/**
+ * The writes that change what verification sees. Each leaves a change_outbox row and must be
+ * announced on the bus: only `changes.ts` calls them (see `Changes`); everything else gets
+ * a `Store` without them.
+ */
+export type PublishingWrite = 'updateAgent' | 'setUserAgent' | 'incrementTokenVersion' | 'setUserActive' | 'revokeApiKey'
+export type StoreReads = Omit<Store, PublishingWrite>
 
 /** Every SQL statement of the service, over either back end. */
 export function createStore(db: Db) {

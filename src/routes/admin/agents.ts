@@ -1,14 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Gateway } from '../../gateway.js'
+import type { AdminServices } from './index.js'
 import { errors } from '../../errors.js'
-import { isUuid } from '../../store/store.js'
+import { isUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
 import { Agent, agentBody } from './schemas.js'
 
-export const agentRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store } = gateway
-
+export const agentRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {
   fastify.post(
     '/companies/:companyId/agents',
     {
@@ -37,10 +35,9 @@ export const agentRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = asyn
     },
     async (request) => {
       const { agentId } = request.params
-      const agent = isUuid(agentId) ? await store.updateAgent(agentId, request.body) : undefined
-      if (agent === undefined) throw errors.notFound('Agent')
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      await gateway.announce({ kind: 'agent', state: agent }, agent.outboxId)
+      const agent = isUuid(agentId) ? await changes.updateAgent(agentId, request.body) : undefined
+      if (agent === undefined) throw errors.notFound('Agent')
       return agentBody(agent)
     },
   )

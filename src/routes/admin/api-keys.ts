@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Gateway } from '../../gateway.js'
+import type { AdminServices } from './index.js'
 import { generateApiKey, looksLikeKeyId } from '../../auth/api-keys.js'
 import { errors } from '../../errors.js'
-import { isUuid } from '../../store/store.js'
+import { isUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
 import { ApiKeyListItem, apiKeyListBody } from './schemas.js'
 
@@ -15,9 +15,7 @@ const CreatedApiKey = Type.Object({
   createdAt: Type.String(),
 })
 
-export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store } = gateway
-  const CompanyParams = Type.Object({ companyId: Type.String() })
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {  const CompanyParams = Type.Object({ companyId: Type.String() })
 
   fastify.post(
     '/companies/:companyId/api-keys',
@@ -61,10 +59,9 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = asy
       },
     },
     async (request) => {
-      const revoked = looksLikeKeyId(request.params.keyId) ? await store.revokeApiKey(request.params.keyId) : undefined
-      if (revoked === undefined) throw errors.notFound('API key')
       // Refused on every node before this answers (SPEC §4).
-      await gateway.announce({ kind: 'apiKey', keyId: revoked.keyId, revision: 1 }, revoked.outboxId)
+      const revoked = looksLikeKeyId(request.params.keyId) ? await changes.revokeApiKey(request.params.keyId) : undefined
+      if (revoked === undefined) throw errors.notFound('API key')
       return { keyId: revoked.keyId, revokedAt: revoked.revokedAt!.toISOString() }
     },
   )

@@ -1,16 +1,14 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Gateway } from '../../gateway.js'
+import type { AdminServices } from './index.js'
 import { errors } from '../../errors.js'
-import { isUuid } from '../../store/store.js'
+import { isUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
 import { Company, companyBody } from './schemas.js'
 
 const CompanyParams = Type.Object({ companyId: Type.String() })
 
-export const companyRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store } = gateway
-
+export const companyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
   fastify.post(
     '/companies',
     { schema: { body: Type.Object({ name: Text(200) }), response: { 201: Company, ...errorResponses(400, 401) } } },

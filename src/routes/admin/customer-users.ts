@@ -1,16 +1,14 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Gateway } from '../../gateway.js'
+import type { AdminServices } from './index.js'
 import { errors } from '../../errors.js'
-import { isUuid } from '../../store/store.js'
+import { isUuid } from '../../domain.js'
 import { errorResponses } from '../../http/schemas.js'
 import { CustomerUser, customerUserBody } from './schemas.js'
 
 const UserParams = Type.Object({ customerUserId: Type.String() })
 
-export const customerUserRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }> = async (fastify, { gateway }) => {
-  const { store } = gateway
-
+export const customerUserRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {
   fastify.get(
     '/customer-users/:customerUserId',
     { schema: { params: UserParams, response: { 200: CustomerUser, ...errorResponses(401, 404) } } },
@@ -33,10 +31,9 @@ export const customerUserRoutes: FastifyPluginAsyncTypebox<{ gateway: Gateway }>
     },
     async (request) => {
       const { customerUserId } = request.params
-      const user = isUuid(customerUserId) ? await store.setUserActive(customerUserId, request.body.active) : undefined
-      if (user === undefined) throw errors.notFound('Customer user')
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      await gateway.announce({ kind: 'user', state: user }, user.outboxId)
+      const user = isUuid(customerUserId) ? await changes.setUserActive(customerUserId, request.body.active) : undefined
+      if (user === undefined) throw errors.notFound('Customer user')
       return customerUserBody(user)
     },
   )

@@ -1,0 +1,66 @@
+/**
+ * The domain: what verification needs of users, agents and API keys, as cached on every
+ * node and carried by the bus. No SQL, no HTTP: the store, the caches, the bus, auth and
+ * the routes all speak these types.
+ */
+
+/** What verification needs of a customer user. */
+export interface UserState {
+  id: string
+  companyId: string
+  externalId: string
+  agentId: string
+  tokenVersion: number
+  active: boolean
+  /** grows on every change of the row: the order of changes, for caches */
+  revision: number
+}
+
+/** What verification needs of an agent. */
+export interface AgentState {
+  id: string
+  companyId: string
+  name: string
+  active: boolean
+  revision: number
+}
+
+/** What authentication needs of an API key. */
+export interface ApiKeyState {
+  keyId: string
+  companyId: string
+  secretHash: Buffer
+  revoked: boolean
+}
+
+/**
+ * An API key's "revision" for the caches: a key changes only once, when it is revoked, and
+ * a revocation is for good; so a live key is revision 0 and a revoked one revision 1.
+ */
+export const apiKeyRevision = (revoked: boolean): number => (revoked ? 1 : 0)
+
+/** The state fields alone (a record also carries timestamps): what travels on the bus. */
+export const userState = (user: UserState): UserState => ({
+  id: user.id,
+  companyId: user.companyId,
+  externalId: user.externalId,
+  agentId: user.agentId,
+  tokenVersion: user.tokenVersion,
+  active: user.active,
+  revision: user.revision,
+})
+
+export const agentState = (agent: AgentState): AgentState => ({
+  id: agent.id,
+  companyId: agent.companyId,
+  name: agent.name,
+  active: agent.active,
+  revision: agent.revision,
+})
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
+export function isUuid(value: string): boolean {
+  return value.length === 36 && UUID.test(value)
+}
