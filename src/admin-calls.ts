@@ -7,45 +7,97 @@ export interface AdminCall {
 
 export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean }
 
-/** Maps `resource action [id] --flags` to the admin API call of SPEC §4. */
-export function adminCall(resource: string, action: string, id: string | undefined, flags: Flags): AdminCall {
-  const need = (value: string | undefined, what: string): string => {
-    if (!value) throw new UsageError(`${resource} ${action} needs ${what}`)
-    return encodeURIComponent(value)
-  }
-  const active = (): boolean | undefined => {
+interface Command {
+  /** the arguments after `chat-auth <group> <action>`, as the usage shows them */
+  usage: string
+  call(id: (what: string) => string, flags: Flags & { activeFlag(): boolean | undefined }): AdminCall
+}
+
+const defined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
+const required = (value: string | undefined, what: string, command: string): string => {
+  if (!value) throw new UsageError(`${command} needs ${what}`)
+  return value
+}
+
+/** Every admin subcommand by group and action; the usage text is made from this table. */
+const COMMANDS: Record<string, Record<string, Command>> = {
+  companies: {
+    create: { usage: '--name NAME', call: (_, f) => ({ method: 'POST', path: '/admin/v1/companies', body: { name: f.name } }) },
+    get: { usage: 'COMPANY_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/companies/${id('a company id')}` }) },
+    update: {
+      usage: 'COMPANY_ID [--name NAME] [--default-agent-id AGENT_ID]',
+      call: (id, f) => ({ method: 'PATCH', path: `/admin/v1/companies/${id('a company id')}`, body: defined({ name: f.name, defaultAgentId: f['default-agent-id'] }) }),
+    },
+  },
+  agents: {
+    create: {
+      usage: 'COMPANY_ID --name NAME [--inactive]',
+      call: (id, f) => ({ method: 'POST', path: `/admin/v1/companies/${id('a company id')}/agents`, body: { name: f.name, active: !f.inactive } }),
+    },
+    update: {
+      usage: 'AGENT_ID [--name NAME] [--active true|false]',
+      call: (id, f) => ({ method: 'PATCH', path: `/admin/v1/agents/${id('an agent id')}`, body: defined({ name: f.name, active: f.activeFlag() }) }),
+    },
+  },
+  'api-keys': {
+    create: {
+      usage: 'COMPANY_ID [--name NAME]',
+      call: (id, f) => ({ method: 'POST', path: `/admin/v1/companies/${id('a company id')}/api-keys`, body: defined({ name: f.name }) }),
+    },
+    list: { usage: 'COMPANY_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/companies/${id('a company id')}/api-keys` }) },
+    revoke: { usage: 'KEY_ID', call: (id) => ({ method: 'DELETE', path: `/admin/v1/api-keys/${id('a key id')}` }) },
+  },
+  users: {
+    get: { usage: 'CUSTOMER_USER_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/customer-users/${id('a customer user id')}` }) },
+    update: {
+      usage: 'CUSTOMER_USER_ID --active true|false',
+      call: (id, f) => {
+        const path = `/admin/v1/customer-users/${id('a customer user id')}`
+        const active = f.activeFlag()
+        if (active === undefined) throw new UsageError('users update needs --active true|false')
+        return { method: 'PATCH', path, body: { active } }
+      },
+    },
+  },
+}
+
+/** Flags a command cannot do without (checked before the call is made). */
+const REQUIRED_FLAGS: Record<string, keyof Flags> = { 'companies create': 'name', 'agents create': 'name' }
+
+/** The usage lines of one group, or of every group. */
+export function adminUsage(group?: string): string {
+  const groups = group === undefined ? Object.keys(COMMANDS) : [group]
+  return groups.flatMap((g) => Object.entries(COMMANDS[g] ?? {}).map(([action, c]) => `  chat-auth ${g} ${action} ${c.usage}`)).join('\n') + '\n'
+}
+
+export function isAdminGroup(group: string): boolean {
+  return Object.hasOwn(COMMANDS, group)
+}
+
+/** Maps `group action [id] --flags` to the admin API call of SPEC §4. */
+export function adminCall(group: string, action: string, id: string | undefined, flags: Flags): AdminCall {
+  const actions = Object.hasOwn(COMMANDS, group) ? COMMANDS[group]! : undefined
+  if (actions === undefined) throw new UsageError(`unknown command: ${[group, action].filter(Boolean).join(' ')}`)
+  if (!action) throw new UsageError(`${group} needs an action: ${Object.keys(actions).join(', ')}`, group)
+  const command = Object.hasOwn(actions, action) ? actions[action]! : undefined
+  if (command === undefined) throw new UsageError(`${group} has no action "${action}"`, group)
+  const name = `${group} ${action}`
+  const flag = REQUIRED_FLAGS[name]
+  if (flag !== undefined) required(flags[flag] as string | undefined, `--${flag}`, name)
+  const activeFlag = (): boolean | undefined => {
     if (flags.active === undefined) return undefined
     if (flags.active !== 'true' && flags.active !== 'false') throw new UsageError('--active takes true or false')
     return flags.active === 'true'
   }
-  const defined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
-  switch (`${resource} ${action}`) {
-    case 'companies create':
-      return { method: 'POST', path: '/admin/v1/companies', body: { name: need(flags.name, '--name') && flags.name } }
-    case 'companies get':
-      return { method: 'GET', path: `/admin/v1/companies/${need(id, 'a company id')}` }
-    case 'companies update':
-      return { method: 'PATCH', path: `/admin/v1/companies/${need(id, 'a company id')}`, body: defined({ name: flags.name, defaultAgentId: flags['default-agent-id'] }) }
-    case 'agents create':
-      return { method: 'POST', path: `/admin/v1/companies/${need(id, 'a company id')}/agents`, body: { name: need(flags.name, '--name') && flags.name, active: !flags.inactive } }
-    case 'agents update':
-      return { method: 'PATCH', path: `/admin/v1/agents/${need(id, 'an agent id')}`, body: defined({ name: flags.name, active: active() }) }
-    case 'api-keys create':
-      return { method: 'POST', path: `/admin/v1/companies/${need(id, 'a company id')}/api-keys`, body: defined({ name: flags.name }) }
-    case 'api-keys list':
-      return { method: 'GET', path: `/admin/v1/companies/${need(id, 'a company id')}/api-keys` }
-    case 'api-keys revoke':
-      return { method: 'DELETE', path: `/admin/v1/api-keys/${need(id, 'a key id')}` }
-    case 'users get':
-      return { method: 'GET', path: `/admin/v1/customer-users/${need(id, 'a customer user id')}` }
-    case 'users update': {
-      const value = active()
-      if (value === undefined) throw new UsageError('users update needs --active true|false')
-      return { method: 'PATCH', path: `/admin/v1/customer-users/${need(id, 'a customer user id')}`, body: { active: value } }
-    }
-  }
-  throw new UsageError(`unknown command: ${resource} ${action}`)
+  return command.call((what) => encodeURIComponent(required(id, what, name)), { ...flags, activeFlag })
 }
 
-export class UsageError extends Error {}
-
+/** A command line the CLI cannot run; `group` narrows the usage shown with it. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly group?: string,
+  ) {
+    super(message)
+  }
+}

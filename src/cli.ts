@@ -1,49 +1,67 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { ConfigError, loadClientConfig, loadConfig } from './config.js'
+import { CONFIG_VARIABLES, ConfigError, loadClientConfig, loadConfig } from './config.js'
 import { createLogger } from './logger.js'
 import { closeOnSignals, startServer } from './server.js'
 import { createPgliteDb, createPostgresDb } from './store/db.js'
 import { migrate } from './store/migrate.js'
-import { adminCall, UsageError } from './admin-calls.js'
+import { adminCall, adminUsage, isAdminGroup, UsageError } from './admin-calls.js'
+
+// What a user sets; the chaos tests' switch that disables a safety defence is not for them.
+const SERVER_VARIABLES = CONFIG_VARIABLES.filter((name) => !name.startsWith('CHAT_AUTH_UNSAFE_'))
 
 const USAGE = `chat-auth — chat token gateway
 
 Usage:
-  chat-auth serve                                   start a node (configuration from the environment)
-  chat-auth migrate                                 apply pending migrations and exit
+  chat-auth serve          start a node (configured by the environment, below)
+  chat-auth migrate        apply pending migrations and exit
+  chat-auth --version      print the version
+  chat-auth --help         this text
 
-Admin calls against a running node (--url, default $CHAT_AUTH_URL or http://$HOST:$PORT;
---admin-token, default $ADMIN_TOKEN):
-  chat-auth companies create --name NAME
-  chat-auth companies get COMPANY_ID
-  chat-auth companies update COMPANY_ID [--name NAME] [--default-agent-id AGENT_ID]
-  chat-auth agents create COMPANY_ID --name NAME [--inactive]
-  chat-auth agents update AGENT_ID [--name NAME] [--active true|false]
-  chat-auth api-keys create COMPANY_ID [--name NAME]
-  chat-auth api-keys list COMPANY_ID
-  chat-auth api-keys revoke KEY_ID
-  chat-auth users get CUSTOMER_USER_ID
-  chat-auth users update CUSTOMER_USER_ID --active true|false
+Admin calls against a running node (--url URL, --admin-token TOKEN):
+${adminUsage()}
+Environment read by the admin calls:
+  CHAT_AUTH_URL   the node to call (default http://$HOST:$PORT, that is http://127.0.0.1:3000); --url wins
+  ADMIN_TOKEN     the admin token to send; --admin-token wins
+  HOST, PORT      used for the default URL when CHAT_AUTH_URL is not set
+
+Environment read by serve and migrate (the README describes each):
+${wrap(SERVER_VARIABLES.join(', '), '  ', 92)}
 `
 
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        'admin-token': { type: 'string' },
+        name: { type: 'string' },
+        'default-agent-id': { type: 'string' },
+        active: { type: 'string' },
+        inactive: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    })
+  } catch (error) {
+    // An unknown or malformed flag is the user's to fix: say so with the usage.
+    throw new UsageError(error instanceof Error ? error.message : String(error))
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      url: { type: 'string' },
-      'admin-token': { type: 'string' },
-      name: { type: 'string' },
-      'default-agent-id': { type: 'string' },
-      active: { type: 'string' },
-      inactive: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  })
+  const { values, positionals } = parseCommandLine(argv)
   const [command, action, id] = positionals
+  if (values.version) {
+    process.stdout.write(version() + '\n')
+    return 0
+  }
   if (values.help || command === undefined || command === 'help') {
-    process.stdout.write(USAGE)
+    if (command !== undefined && isAdminGroup(command)) process.stdout.write(`Usage:\n${adminUsage(command)}`)
+    else process.stdout.write(USAGE)
     return command === undefined && !values.help ? 1 : 0
   }
 
@@ -71,11 +89,17 @@ async function main(argv: string[]): Promise<number> {
   const call = adminCall(command, action ?? '', id, values)
   const adminToken = values['admin-token'] ?? client.adminToken
   if (!adminToken) throw new UsageError('set ADMIN_TOKEN or pass --admin-token')
-  const response = await fetch(new URL(call.path, values.url ?? client.url), {
-    method: call.method,
-    headers: { authorization: `Bearer ${adminToken}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
-    body: call.body ? JSON.stringify(call.body) : undefined,
-  })
+  const url = new URL(call.path, values.url ?? client.url)
+  let response: Response
+  try {
+    response = await fetch(url, {
+      method: call.method,
+      headers: { authorization: `Bearer ${adminToken}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
+      body: call.body ? JSON.stringify(call.body) : undefined,
+    })
+  } catch (error) {
+    throw new Unreachable(values.url ?? client.url, error)
+  }
   const text = await response.text()
   let output = text
   try {
@@ -85,14 +109,45 @@ async function main(argv: string[]): Promise<number> {
   return response.ok ? 0 : 1
 }
 
+/** No answer from the node: say where we called, why it failed, and how to call elsewhere. */
+class Unreachable extends Error {
+  constructor(base: string, error: unknown) {
+    const cause = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)
+    super(
+      `could not reach a chat-auth node at ${base} (${cause}).\n` +
+        `Start one with "chat-auth serve", or point the CLI at yours with --url URL or CHAT_AUTH_URL=URL.`,
+    )
+  }
+}
+
+function version(): string {
+  // dist/src/cli.js → the package's own package.json
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+}
+
+function wrap(text: string, indent: string, width: number): string {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line)
+      line = word
+    } else line = line ? line + ' ' + word : word
+  }
+  if (line) lines.push(indent + line)
+  return lines.join('\n')
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code
   },
   (error) => {
     if (error instanceof ConfigError) process.stderr.write(`chat-auth: configuration error: ${error.message}\n`)
-    else if (error instanceof UsageError) process.stderr.write(`chat-auth: ${error.message}\n\n${USAGE}`)
-    else process.stderr.write(`chat-auth: ${error instanceof Error ? error.message : String(error)}\n`)
+    else if (error instanceof UsageError) {
+      const usage = error.group === undefined ? USAGE : `Usage:\n${adminUsage(error.group)}`
+      process.stderr.write(`chat-auth: ${error.message}\n\n${usage}`)
+    } else process.stderr.write(`chat-auth: ${error instanceof Error ? error.message : String(error)}\n`)
     process.exitCode = error instanceof UsageError ? 2 : 1
   },
 )

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { adminCall } from '../src/admin-calls.js'
 import { ADMIN_TOKEN, storeEnv } from './support/helpers.js'
-import { startNodeProcess } from './support/node-process.js'
+import { freePort, startNodeProcess } from './support/node-process.js'
 
 const CLI = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url))
 const run = promisify(execFile)
@@ -20,6 +21,7 @@ t.test('every admin subcommand maps to its SPEC §4 call', async (t) => {
   t.throws(() => adminCall('users', 'update', 'u1', {}), /--active/)
   t.throws(() => adminCall('companies', 'create', undefined, {}), /--name/)
   t.throws(() => adminCall('nothing', 'here', undefined, {}), /unknown command/)
+  t.throws(() => adminCall('companies', '', undefined, {}), /needs an action/)
 })
 
 t.test('the CLI drives a running node: migrate, then admin calls end to end', async (t) => {
@@ -47,4 +49,48 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const failed = await run(process.execPath, [CLI, 'companies', 'get', company.id, '--url', node.url, '--admin-token', 'wrong-token-0123456789'], { env }).catch((e) => e)
   t.equal(failed.code, 1)
   t.match(failed.stderr, /Invalid admin token/)
+})
+
+t.test('the CLI as a newcomer meets it', async (t) => {
+  const env = { PATH: process.env.PATH ?? '', ADMIN_TOKEN }
+  const cli = (args: string[], extra: Record<string, string> = {}) =>
+    run(process.execPath, [CLI, ...args], { env: { ...env, ...extra } }).then(
+      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+      (failed: { code: number; stdout: string; stderr: string }) => ({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }),
+    )
+
+  // No node listens on this port: the error names the URL tried and how to point elsewhere.
+  const port = await freePort()
+  const unreachable = await cli(['companies', 'create', '--name', 'Acme'], { PORT: String(port) })
+  t.equal(unreachable.code, 1)
+  t.match(unreachable.stderr, `http://127.0.0.1:${port}`, 'says which URL it tried')
+  t.match(unreachable.stderr, /--url/, 'says how to point it elsewhere')
+  t.match(unreachable.stderr, /CHAT_AUTH_URL/)
+  const viaEnv = await cli(['companies', 'get', 'c1'], { CHAT_AUTH_URL: `http://127.0.0.1:${port}/` })
+  t.match(viaEnv.stderr, `http://127.0.0.1:${port}/`, 'CHAT_AUTH_URL is the URL tried')
+
+  // A resource without its action: the usage of that group, not "unknown command".
+  const group = await cli(['companies'])
+  t.equal(group.code, 2)
+  t.notMatch(group.stderr, /unknown command/)
+  t.match(group.stderr, /chat-auth companies create --name NAME/)
+  t.match(group.stderr, /chat-auth companies get COMPANY_ID/)
+  t.notMatch(group.stderr, /chat-auth agents create/, 'only that group')
+  const unknown = await cli(['companies', 'delete', 'c1'])
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /companies has no action "delete"/)
+  t.match(unknown.stderr, /chat-auth companies update COMPANY_ID/)
+  t.match((await cli(['nothing'])).stderr, /unknown command: nothing/)
+
+  const version = await cli(['--version'])
+  t.equal(version.code, 0)
+  t.equal(version.stdout.trim(), JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version)
+
+  const help = await cli(['--help'])
+  t.equal(help.code, 0)
+  for (const variable of ['CHAT_AUTH_URL', 'ADMIN_TOKEN', 'PORT', 'HOST', 'DATABASE_URL', 'REDIS_URL', 'DATA_DIR', 'JWT_SECRET']) {
+    t.match(help.stdout, new RegExp(`\\b${variable}\\b`), `--help lists ${variable}`)
+  }
+  t.notMatch(help.stdout, /UNSAFE/, 'but not the chaos-test switch')
+  t.match(help.stdout, /--version/)
 })
