@@ -16,11 +16,13 @@ import { parseArgs } from 'node:util'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
 import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
 import { runLoad, type LoadResult, type Workload } from './lib/load.js'
-import { createScratchDatabase, DEFAULT_PG_ADMIN_URL, pgReachable } from './lib/pg.js'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { buildTable, type Report } from './lib/report.js'
 import * as S from './lib/scenarios.js'
+import { createScratchDatabase, pgReachable } from '../test/support/databases.js'
 import type { MemoryResult } from './memory.js'
+
+const DEFAULT_PG_ADMIN_URL = 'postgres://root@127.0.0.1:5432/postgres'
 
 const HELP = `npm run bench -- [options]
 
@@ -136,7 +138,7 @@ async function main(): Promise<void> {
   if (!pgOk && (store === 'pg' || !remote)) {
     if (store === 'pg') throw new Error(`PostgreSQL is not reachable at ${args['pg-url']}: use --store embedded or --pg-url`)
   }
-  const scratch = pgOk ? await createScratchDatabase(args['pg-url']!) : undefined
+  const scratch = pgOk ? await createScratchDatabase(args['pg-url']!, 'bench') : undefined
   if (scratch && !args.keep) cleanups.push(() => scratch.drop())
   if (scratch) log(`scratch database ${scratch.name}`)
 

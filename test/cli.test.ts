@@ -1,13 +1,12 @@
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { adminCall } from '../src/admin-calls.js'
 import { ADMIN_TOKEN, storeEnv } from './support/helpers.js'
-import { freePort, startNodeProcess } from './support/node-process.js'
+import { freePort } from './support/ports.js'
+import { CLI, startGatewayProcess } from './support/processes.js'
 
-const CLI = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url))
 const run = promisify(execFile)
 
 t.test('every admin subcommand maps to its SPEC §4 call', async (t) => {
@@ -32,7 +31,7 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   t.match(migrated.stdout, /applied: 001_schema\.sql|schema is up to date/)
   t.match((await run(process.execPath, [CLI, 'migrate'], { env })).stdout, /schema is up to date/, 'migrate is idempotent')
 
-  const node = await startNodeProcess(env, t.teardown.bind(t))
+  const node = await startGatewayProcess(env, { teardown: t.teardown.bind(t) })
   const cli = async (...args: string[]) => JSON.parse((await run(process.execPath, [CLI, ...args, '--url', node.url], { env })).stdout)
   const company = await cli('companies', 'create', '--name', 'CLI Co')
   t.equal(company.name, 'CLI Co')

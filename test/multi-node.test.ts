@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { admin, call, setupCompany, startNode, verify, type NodeProcess } from './chaos/lib/nodes.js'
-import { startRedis, type RedisServer } from './chaos/lib/services.js'
-import { freshPostgresDatabase } from './support/helpers.js'
+import { freshPostgresDatabase } from './support/databases.js'
+import { admin, call, setupCompany, verify } from './support/http-client.js'
+import { startGatewayProcess, type GatewayProcess } from './support/processes.js'
+import { startRedis, type RedisServer } from './support/services.js'
 
 /**
  * Three real node processes (`node dist/src/cli.js serve`) over the real PostgreSQL
@@ -14,7 +15,8 @@ import { freshPostgresDatabase } from './support/helpers.js'
  */
 let databaseUrl: string
 let redis: RedisServer
-let nodes: NodeProcess[] = []
+let nodes: GatewayProcess[] = []
+const startNode = (name: string, env: Record<string, string>) => startGatewayProcess(env, { name })
 
 t.before(async () => {
   databaseUrl = await freshPostgresDatabase(t)

@@ -5,8 +5,6 @@ import { StoreUnavailableError } from '../src/errors.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate } from '../src/store/migrate.js'
 import { createStore } from '../src/store/store.js'
-import { startRedis, type RedisServer } from './chaos/lib/services.js'
-import { startTcpProxy } from './chaos/lib/tcp-proxy.js'
 import {
   createTenant,
   freshPostgresDatabase,
@@ -18,6 +16,9 @@ import {
   verify,
   type TestApp,
 } from './support/helpers.js'
+import { waitFor } from './support/poll.js'
+import { startRedis, type RedisServer } from './support/services.js'
+import { startTcpProxy } from './support/tcp-proxy.js'
 
 /**
  * The change outbox: every publishing write leaves a change_outbox row in the same
@@ -25,16 +26,8 @@ import {
  * node republishes (the current state of) rows a writer gave up on. Deadlines are
  * generous and nothing is timed: we only poll until something holds, or give up.
  */
+/** the longest we wait for anything (waitFor's default deadline too) */
 const DEADLINE_MS = 15_000
-
-async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = DEADLINE_MS): Promise<void> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const outboxRows = async (db: Db) =>
   (await db.query<{ kind: string; key: string }>('SELECT kind, key FROM change_outbox ORDER BY id')).map((r) => `${r.kind}:${r.key}`)
@@ -113,7 +106,7 @@ t.test(`[${STORE}] every publishing write leaves exactly one outbox row until it
     publishing.release()
     const record = (await written)!
     t.notOk('outboxId' in record, `${name} resolves with the committed record alone`)
-    await eventually(`${name}: the outbox row to go once announced`, async () => (await outboxRows(db)).length === 0)
+    await waitFor(`${name}: the outbox row to go once announced`, () => outboxRows(db), { until: (rows) => rows.length === 0 })
   }
   t.pass('no row is left once each write was announced')
 
@@ -134,7 +127,7 @@ t.test(`[${STORE}] every publishing write leaves exactly one outbox row until it
   t.equal((await node.admin('PATCH', `/admin/v1/customer-users/${bob.user.id}`, { active: false })).statusCode, 200)
   t.equal((await node.admin('PATCH', `/admin/v1/agents/${tenant2.agentId}`, { active: false })).statusCode, 200)
   t.equal((await node.admin('DELETE', `/admin/v1/api-keys/${tenant2.keyId}`)).statusCode, 200)
-  await eventually('the routes’ outbox rows to go', async () => (await outboxRows(db)).length === 0)
+  await waitFor('the routes’ outbox rows to go', () => outboxRows(db), { until: (rows) => rows.length === 0 })
   t.pass('every route announces its write')
 })
 
@@ -151,12 +144,12 @@ t.test(`[${STORE}] one node: a change whose publish failed reaches the cache thr
   t.same(await outboxRows(node.gateway.db), [`user:${user.id}`], 'the change is committed, and so is its outbox row')
   t.equal((await verify(node, token)).statusCode, 200, 'the cache still holds the old state (the gap the outbox closes)')
 
-  await eventually('the relay to try, and fail, to republish it', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 1)
+  await waitFor('the relay to try, and fail, to republish it', () => metric(node, 'chat_auth_outbox_relay_failures_total'), { until: (count) => count >= 1 })
   t.equal((await verify(node, token)).statusCode, 200, 'still the old state while the bus is down')
   bus.failing = false
-  await eventually('the relay to republish the change', async () => (await verify(node, token)).statusCode === 401)
+  await waitFor('the relay to republish the change', async () => (await verify(node, token)).statusCode, { until: (status) => status === 401 })
   t.equal((await verify(node, token)).json().code, 'TOKEN_REVOKED')
-  await eventually('the outbox to drain', async () => (await outboxRows(node.gateway.db)).length === 0)
+  await waitFor('the outbox to drain', () => outboxRows(node.gateway.db), { until: (rows) => rows.length === 0 })
   t.ok(metric(node, 'chat_auth_outbox_republished_total') >= 1, 'republished rows are counted')
   t.match(node.gateway.metrics.render(), /chat_auth_outbox_backlog \d+/)
 
@@ -165,7 +158,7 @@ t.test(`[${STORE}] one node: a change whose publish failed reaches the cache thr
   t.equal((await verify(node, dave.token)).statusCode, 200)
   await node.gateway.store.setUserActive(dave.user.id, false)
   t.equal((await verify(node, dave.token)).statusCode, 200, 'cached: still accepted right after the unannounced commit')
-  await eventually('the relay to deliver the deactivation', async () => (await verify(node, dave.token)).statusCode === 401)
+  await waitFor('the relay to deliver the deactivation', async () => (await verify(node, dave.token)).statusCode, { until: (status) => status === 401 })
   t.equal((await verify(node, dave.token)).json().code, 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE')
 })
 
@@ -179,7 +172,7 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
   // The writer reaches Redis through a proxy the test controls; the reader directly.
   const writer = await startApp(t, { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` })
   const reader = await startApp(t, { ...env, REDIS_URL: redis.url })
-  await eventually('both nodes to trust their caches', () => writer.gateway.bus.trusted() && reader.gateway.bus.trusted())
+  await waitFor('both nodes to trust their caches', () => writer.gateway.bus.trusted() && reader.gateway.bus.trusted())
   const tenant = await createTenant(writer)
 
   await t.test('the writer crashed between commit and publish', async (t) => {
@@ -190,10 +183,10 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
     await createStore(crashed).incrementTokenVersion(tenant.companyId, user.id)
     await crashed.close()
     t.equal((await verify(reader, token)).statusCode, 200, 'right after the commit the reader still serves its cache')
-    await eventually('a relay to republish the change', async () => (await verify(reader, token)).statusCode === 401)
+    await waitFor('a relay to republish the change', async () => (await verify(reader, token)).statusCode, { until: (status) => status === 401 })
     t.equal((await verify(reader, token)).json().code, 'TOKEN_REVOKED')
     t.equal((await verify(writer, token)).statusCode, 401)
-    await eventually('the outbox to drain', async () => (await outboxRows(reader.gateway.db)).length === 0)
+    await waitFor('the outbox to drain', () => outboxRows(reader.gateway.db), { until: (rows) => rows.length === 0 })
   })
 
   await t.test('a Redis blip on the writer: its write answers 503, the reader catches up anyway', async (t) => {
@@ -203,9 +196,9 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
     const answer = await invalidate(writer, tenant, user.id)
     t.equal(answer.statusCode, 503, 'the publish could not be confirmed')
     t.equal((await verify(reader, token)).statusCode, 200, 'the reader still serves its cache (the gap)')
-    await eventually('the relay to republish the change', async () => (await verify(reader, token)).statusCode === 401)
+    await waitFor('the relay to republish the change', async () => (await verify(reader, token)).statusCode, { until: (status) => status === 401 })
     t.equal((await verify(reader, token)).json().code, 'TOKEN_REVOKED')
-    await eventually('the outbox to drain', async () => (await outboxRows(reader.gateway.db)).length === 0)
+    await waitFor('the outbox to drain', () => outboxRows(reader.gateway.db), { until: (rows) => rows.length === 0 })
     t.ok(metric(reader, 'chat_auth_outbox_republished_total') + metric(writer, 'chat_auth_outbox_republished_total') >= 2)
   })
 })
@@ -218,7 +211,7 @@ t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
     const { user } = await issueToken(node, tenant, 'gina')
     await node.gateway.store.incrementTokenVersion(tenant.companyId, user.id) // left for the relay
     await db.close()
-    await eventually('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 3)
+    await waitFor('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total'), { until: (count) => count >= 3 })
     t.ok(node.logs.some((l) => l.includes('outbox relay round failed') && l.includes('"level":40')), 'failures are logged at warn')
     const closing = Date.now()
     await node.app.close()
@@ -241,12 +234,12 @@ t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
   await node.gateway.store.incrementTokenVersion(tenant.companyId, user.id)
   await proxy.refuse()
   await proxy.reset()
-  await eventually('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total') >= 3)
+  await waitFor('relay rounds to fail', () => metric(node, 'chat_auth_outbox_relay_failures_total'), { until: (count) => count >= 3 })
   t.ok(node.logs.some((l) => l.includes('outbox relay round failed') && l.includes('"level":40')), 'failures are logged at warn')
 
   await proxy.accept()
-  await eventually('the relay to recover and deliver the change', async () => (await verify(node, token)).statusCode === 401)
+  await waitFor('the relay to recover and deliver the change', async () => (await verify(node, token)).statusCode, { until: (status) => status === 401 })
   t.equal((await verify(node, token)).json().code, 'TOKEN_REVOKED')
   t.ok(node.logs.some((l) => l.includes('outbox relay recovered')), 'recovery is logged')
-  await eventually('the outbox to drain', async () => (await outboxRows(node.gateway.db)).length === 0)
+  await waitFor('the outbox to drain', () => outboxRows(node.gateway.db), { until: (rows) => rows.length === 0 })
 })

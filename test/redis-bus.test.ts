@@ -9,7 +9,8 @@ import type { Change } from '../src/bus/bus.js'
 import { encodeCommand, RespDecoder, RespError, type RespValue } from '../src/bus/resp.js'
 import { StoreUnavailableError } from '../src/errors.js'
 import { Metrics } from '../src/metrics.js'
-import { startTcpProxy } from './chaos/lib/tcp-proxy.js'
+import { waitFor } from './support/poll.js'
+import { startTcpProxy } from './support/tcp-proxy.js'
 
 /**
  * The Redis bus against the real Redis (REDIS_URL, default redis://127.0.0.1:6379), each
@@ -46,13 +47,7 @@ const userChange = (id = 'u1'): Change => ({
   state: { id, companyId: 'c', externalId: 'e', agentId: 'a', tokenVersion: ++revision, active: true, revision },
 })
 
-const until = async (what: string, predicate: () => boolean, timeoutMs = 5000) => {
-  const end = performance.now() + timeoutMs
-  while (!predicate()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
+const until = (what: string, predicate: () => boolean, timeoutMs = 5000) => waitFor(what, predicate, { timeoutMs, everyMs: 5 })
 
 const subscriberClientId = async (bus: RedisBus): Promise<string | undefined> => {
   const list = (await admin.client('LIST')) as string

@@ -1,17 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
+import { spawnNode, waitUntilServing, ROOT, type ChildHandle } from '../../test/support/processes.js'
 
-/** The package root, from dist/bench/lib/ (compiled) or bench/lib/ (tsx). */
-export const ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../../' : '../../', import.meta.url))
+export { freePort } from '../../test/support/ports.js'
+export { ROOT }
 export const DIST = ROOT + 'dist/'
 
+/** A process of the bench: the test toolkit's child, plus what the bench measures of it. */
 export interface Proc {
   name: string
   pid: number
   url: string
-  child: ChildProcess
+  child: ChildHandle['child']
   /** resident set size now, MB (undefined once gone or off Linux) */
   rssMb(): number | undefined
   /** peak resident set size, MB */
@@ -27,18 +26,6 @@ export interface NodeMemory {
   before: NodeJS.MemoryUsage
   after: NodeJS.MemoryUsage
   cached: { users: number; agents: number; apiKeys: number }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.unref()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
@@ -67,45 +54,19 @@ export interface StartOptions {
 
 /** Starts a Node process serving HTTP on 127.0.0.1:port and waits until readyPath answers 200. */
 export async function startProcess(options: StartOptions): Promise<Proc> {
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])], {
-    cwd: ROOT,
-    env: { ...process.env, ...options.env, PORT: String(options.port), HOST: '127.0.0.1' },
+  const proc = spawnNode(options.script, {
+    name: options.name,
+    args: options.args,
+    nodeFlags: options.nodeFlags,
+    inheritEnv: true,
+    env: { ...options.env, PORT: String(options.port), HOST: '127.0.0.1' },
     // always an IPC channel: the children exit when it closes, even if the kit was SIGKILLed
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    ipc: true,
+    keepBytes: 20_000,
   })
-  let output = ''
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000)
-  }
-  child.stdout!.on('data', keep)
-  child.stderr!.on('data', keep)
-  let exited: number | null | undefined
-  const exit = new Promise<void>((resolve) =>
-    child.on('exit', (code, signal) => {
-      exited = code ?? (signal ? -1 : 0)
-      resolve()
-    }),
-  )
-
   const url = `http://127.0.0.1:${options.port}`
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000)
-  for (;;) {
-    if (exited !== undefined) throw new Error(`${options.name} exited (${exited}) before it was ready:\n${output}`)
-    try {
-      const response = await fetch(url + (options.readyPath ?? '/healthz'))
-      await response.arrayBuffer()
-      if (response.status === 200) break
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL')
-      throw new Error(`${options.name} was not ready within ${options.timeoutMs ?? 60_000} ms:\n${output}`)
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-
-  const pid = child.pid!
+  await waitUntilServing(proc, url + (options.readyPath ?? '/healthz'), options.timeoutMs ?? 60_000)
+  const { child, pid } = proc
   return {
     name: options.name,
     pid,
@@ -113,10 +74,10 @@ export async function startProcess(options: StartOptions): Promise<Proc> {
     child,
     rssMb: () => procStatus(pid, 'VmRSS'),
     peakRssMb: () => procStatus(pid, 'VmHWM'),
-    output: () => output,
+    output: proc.output,
     memory: () =>
       new Promise<NodeMemory | undefined>((resolve) => {
-        if (!options.ipc || exited !== undefined) return resolve(undefined)
+        if (!options.ipc || !proc.running()) return resolve(undefined)
         const timer = setTimeout(() => {
           child.off('message', onMessage)
           resolve(undefined)
@@ -130,12 +91,6 @@ export async function startProcess(options: StartOptions): Promise<Proc> {
         child.on('message', onMessage)
         child.send({ type: 'memory' })
       }),
-    async stop() {
-      if (exited !== undefined) return
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-      await exit
-      clearTimeout(timer)
-    },
+    stop: () => proc.stop(10_000),
   }
 }

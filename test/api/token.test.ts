@@ -5,7 +5,7 @@
 import t from 'tap'
 import {
   countUsers,
-  createKeyring,
+  hs256Kid,
   createTenant,
   decodeToken,
   errorBody,
@@ -31,7 +31,7 @@ const MALFORMED_EXPIRES_IN = errorBody(400, 'expiresIn must be a positive intege
 const AGENT_NOT_FOUND = errorBody(400, 'Agent not found or does not belong to your company', 'AGENT_NOT_FOUND')
 const AGENT_REQUIRED = errorBody(400, 'agentId is required: the company has no default agent', 'AGENT_REQUIRED')
 const USER_INACTIVE = errorBody(403, 'Customer user is inactive', 'CUSTOMER_USER_INACTIVE')
-const SIGNING_KID = createKeyring({ keys: [], issuer: undefined, audience: undefined, clockToleranceSeconds: 0 }, [{ alg: 'HS256', secret: JWT_SECRET }]).signingKid
+const SIGNING_KID = hs256Kid(JWT_SECRET)
 
 const node = await startApp(t)
 const tenant = (name = 'Acme'): Promise<Tenant> => createTenant(node, name)

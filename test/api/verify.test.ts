@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto'
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import {
-  createKeyring,
+  hs256Kid,
   createTenant,
   decodeToken,
   errorBody,
@@ -36,7 +36,7 @@ import {
 
 const VERIFY_URL = '/rest/v1/auth/verify'
 const OTHER_SECRET = 'another-jwt-secret-of-at-least-32-bytes-retired!!'
-const kidOf = (secret: string) => createKeyring({ keys: [], issuer: undefined, audience: undefined, clockToleranceSeconds: 0 }, [{ alg: 'HS256', secret }]).signingKid
+const kidOf = hs256Kid
 const KID = kidOf(JWT_SECRET)
 
 const node = await startApp(t)

@@ -1,9 +1,14 @@
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { call, setupCompany, startNode, type NodeProcess } from './lib/nodes.js'
-import { startPostgres, startRedis, waitFor, type PostgresServer, type RedisServer } from './lib/services.js'
-import { startTcpProxy, type TcpProxy } from './lib/tcp-proxy.js'
+import { createScratchDatabase } from '../support/databases.js'
+import { call, setupCompany } from '../support/http-client.js'
+import { sleep, waitFor } from '../support/poll.js'
+import { startGatewayProcess, type GatewayProcess as NodeProcess } from '../support/processes.js'
+import { startPostgres, startRedis, type PostgresServer, type RedisServer } from '../support/services.js'
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
+
+const startNode = (name: string, env: Record<string, string>) => startGatewayProcess(env, { name })
 
 /**
  * `npm run test:chaos` — not part of `npm test` (tap's `exclude` skips test/chaos/).
@@ -52,7 +57,6 @@ interface Window {
   end: number
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const now = () => performance.now()
 
 // Plain node:http with keep-alive: much lighter than fetch at 500 requests a second.
@@ -307,7 +311,7 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
     // every node back to trusting its cache (or give up waiting after 15 s; the checker still runs)
     const recovered = await Promise.all(
       nodes.map(async (n, i) => {
-        const ok = await waitFor(`node-${i} ready again`, async () => (await call(n, 'GET', '/readyz')).status === 200, 15_000, 20).then(
+        const ok = await waitFor(`node-${i} ready again`, async () => (await call(n, 'GET', '/readyz')).status, { until: (status) => status === 200, timeoutMs: 15_000, everyMs: 20 }).then(
           () => true,
           () => false,
         )
@@ -321,7 +325,7 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
   await sleep(2000)
   running = false
   await load
-  await waitFor('requests in flight to finish', () => inFlight === 0, REQUEST_TIMEOUT_MS * 2)
+  await waitFor('requests in flight to finish', () => inFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
   const loadSeconds = (now() - loadStarted) / 1000
 
   // ── the checker ──
@@ -414,17 +418,10 @@ t.teardown(async () => {
   await postgres?.stop()
 })
 
-const createDatabase = async (name: string) => {
-  const pg = (await import('pg')).default
-  const client = new pg.Client({ connectionString: postgres!.url })
-  await client.connect()
-  await client.query(`CREATE DATABASE ${name}`)
-  await client.end()
-}
+const createDatabase = async (prefix: string) => (await createScratchDatabase(postgres!.url, prefix)).name
 
 t.test('under faults, no node accepts a token whose invalidation had answered', async (t) => {
-  await createDatabase('chaos_safe')
-  const s = await setUp(redis!, postgres!, 'chaos_safe', false)
+  const s = await setUp(redis!, postgres!, await createDatabase('chaos_safe'), false)
   t.teardown(() => tearDown(s))
   const faults = selected(FAULTS)
   const result = await drive(s, faults, (line) => t.comment(line))
@@ -443,8 +440,7 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
 })
 
 t.test('the checker bites: with no cache flush on reconnect, violations appear', async (t) => {
-  await createDatabase('chaos_unsafe')
-  const s = await setUp(redis!, postgres!, 'chaos_unsafe', true)
+  const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), true)
   t.teardown(() => tearDown(s))
   const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
   if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {

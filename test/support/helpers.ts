@@ -5,26 +5,15 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
-import { createScratchDatabase } from '../../bench/lib/pg.js'
+import { createKeyring } from '../../src/jwt/keyring.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js'
+import { ADMIN_TOKEN, JWT_SECRET } from './constants.js'
+import { freshPostgresDatabase, type Teardown } from './databases.js'
+
+export { ADMIN_TOKEN, JWT_SECRET, freshPostgresDatabase, type Teardown }
 
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
 export const STORE: 'pglite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'pglite'
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test'
-
-export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef'
-export const JWT_SECRET = 'test-jwt-secret-that-is-at-least-32-bytes-long!'
-
-export interface Teardown {
-  teardown(fn: () => unknown): void
-}
-
-/** A fresh PostgreSQL database for one test, dropped after it; its URL. */
-export async function freshPostgresDatabase(t: Teardown): Promise<string> {
-  const database = await createScratchDatabase(ADMIN_URL, `chat_auth_test_${process.pid}`)
-  t.teardown(() => database.drop())
-  return database.url
-}
 
 /** The environment of a node on this run's back end: a new, empty store. */
 export async function storeEnv(t: Teardown): Promise<Record<string, string>> {
@@ -109,8 +98,10 @@ export function verify(node: TestApp, token: string | undefined, options: { meth
   })
 }
 
-/** The kid the service derives for an HS256 secret (the same derivation as src/jwt/keyring.ts). */
-export { createKeyring } from '../../src/jwt/keyring.js'
+/** The kid the service derives for an HS256 secret. */
+export function hs256Kid(secret = JWT_SECRET): string {
+  return createKeyring({ keys: [], issuer: undefined, audience: undefined, clockToleranceSeconds: 0 }, [{ alg: 'HS256', secret }]).signingKid
+}
 
 /** Signs any header and payload with HS256 and `secret`: the test's own forger. */
 export function forgeHs256(header: Record<string, unknown>, payload: Record<string, unknown>, secret = JWT_SECRET): string {
@@ -158,7 +149,6 @@ export async function countUsers(node: TestApp, companyId: string): Promise<numb
   return Number(rows[0]!.n)
 }
 
-/** Log lines that contain any of `secrets`, or anything shaped like a whole JWT. */
 /** Every secret this test process handed out: the admin token, the JWT key, each API key secret. */
 const handedOut = new Set<string>([ADMIN_TOKEN, JWT_SECRET])
 

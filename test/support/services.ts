@@ -1,52 +1,17 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
+import { runOnServer } from './databases.js'
+import { sleep, waitFor } from './poll.js'
+import { freePort } from './ports.js'
+import { spawnProcess, type ChildHandle } from './processes.js'
 
 /**
  * Real Redis and PostgreSQL processes for one test run, on free ports, in temporary
  * folders, removed afterwards. Nothing here is a mock.
  */
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000, everyMs = 50): Promise<void> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      if (await check()) return
-    } catch {
-      // not yet
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, everyMs))
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
-  return new Promise((resolve) => child.once('exit', () => resolve()))
-}
-
-async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  child.kill('SIGCONT')
-  child.kill('SIGTERM')
-  const done = exited(child)
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
-  await done
-  clearTimeout(timer)
-}
 
 // ── Redis ────────────────────────────────────────────────────────────────────
 export interface RedisServer {
@@ -60,22 +25,28 @@ export interface RedisServer {
 
 export async function startRedis(): Promise<RedisServer> {
   const port = await freePort()
-  let child: ChildProcess | undefined
+  let server: ChildHandle | undefined
   let client: Redis | undefined
   const launch = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
+    const started = spawnProcess('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
+      name: 'redis-server',
     })
-    await waitFor('redis-server to answer', async () => {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-      probe.on('error', () => {})
-      try {
-        await probe.connect()
-        return (await probe.ping()) === 'PONG'
-      } finally {
-        probe.disconnect()
-      }
-    })
+    server = started
+    await waitFor(
+      `redis-server on port ${port} to answer PING`,
+      async () => {
+        if (!started.running()) throw new Error(`redis-server exited: ${started.output()}`)
+        const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+        probe.on('error', () => {})
+        try {
+          await probe.connect()
+          return await probe.ping()
+        } finally {
+          probe.disconnect()
+        }
+      },
+      { until: (reply) => reply === 'PONG' },
+    )
   }
   await launch()
   return {
@@ -89,13 +60,13 @@ export async function startRedis(): Promise<RedisServer> {
       return client
     },
     async restart(downMs = 200) {
-      if (child) await stopChild(child)
+      await server?.stop(3000)
       await sleep(downMs)
       await launch()
     },
     async stop() {
       client?.disconnect()
-      if (child) await stopChild(child)
+      await server?.stop(3000)
     },
   }
 }
@@ -154,11 +125,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     ])
   const stop = (mode: 'fast' | 'immediate') => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop'])
   start()
-  const pg = (await import('pg')).default
-  const admin = new pg.Client({ host: '127.0.0.1', port, user, database: 'postgres' })
-  await admin.connect()
-  await admin.query('CREATE DATABASE chat_auth')
-  await admin.end()
+  await runOnServer(`postgres://${user}@127.0.0.1:${port}/postgres`, 'CREATE DATABASE chat_auth')
   let stopped = false
   return {
     port,

@@ -1,0 +1,45 @@
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import t from 'tap'
+import { waitFor } from '../support/poll.js'
+import { freePort } from '../support/ports.js'
+import { spawnNode, waitUntilServing } from '../support/processes.js'
+
+t.test('waitFor returns the first good value', async (t) => {
+  let n = 0
+  t.equal(await waitFor('n to reach 3', () => ++n, { until: (value) => value >= 3, everyMs: 1 }), 3)
+})
+
+t.test('on timeout waitFor says what it waited for and what it last saw', async (t) => {
+  await t.rejects(waitFor('the count to reach 10', () => ({ count: 2 }), { until: (seen) => seen.count >= 10, timeoutMs: 50, everyMs: 10 }), {
+    message: /timed out after 50 ms waiting for the count to reach 10; last saw \{ count: 2 \}/,
+  })
+  await t.rejects(
+    waitFor('the server to answer', () => Promise.reject(new Error('connect ECONNREFUSED')), { timeoutMs: 30, everyMs: 10 }),
+    { message: /waiting for the server to answer; last saw error: connect ECONNREFUSED/ },
+  )
+})
+
+t.test('freePort gives a port we can listen on', async (t) => {
+  const port = await freePort()
+  const server = createServer().listen(port, '127.0.0.1')
+  await once(server, 'listening')
+  t.equal((server.address() as { port: number }).port, port)
+  server.close()
+})
+
+t.test('a child process: its output is kept, and one that exits early fails the wait at once with that output', async (t) => {
+  const child = spawnNode('-e', { name: 'early-exit', args: ['console.error("cannot start: no config"); process.exit(3)'] })
+  await t.rejects(waitUntilServing(child, `http://127.0.0.1:${await freePort()}/`, 10_000), {
+    message: /early-exit exited \(3\) before it answered[\s\S]*cannot start: no config/,
+  })
+  t.equal(child.running(), false)
+})
+
+t.test('stop ends a paused child', async (t) => {
+  const child = spawnNode('-e', { name: 'sleeper', args: ['setInterval(() => {}, 1000)'] })
+  child.pause()
+  await child.stop(2000)
+  t.equal(child.running(), false)
+  t.equal(child.child.signalCode, 'SIGTERM', 'SIGTERM was enough once it was resumed')
+})
