@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, decodeToken, forgeHs256, freshPostgresDatabase, nowSeconds } from '../support/helpers.js'
-import { startNodeProcess, type NodeProcess } from '../support/node-process.js'
+import { freePort } from '../support/ports.js'
+import { startGatewayProcess, type GatewayProcess } from '../support/processes.js'
 import {
   CADDY,
   NGINX,
   composeNginxConfig,
-  freePort,
   readmeBlock,
   startCaddy,
   startEcho,
@@ -83,7 +83,7 @@ interface Shipped {
 }
 
 async function suite(): Promise<void> {
-  let node: NodeProcess
+  let node: GatewayProcess
   let relay: Awaited<ReturnType<typeof startPgRelay>>
   let echo: Echo
   let tokens: Tokens
@@ -93,7 +93,7 @@ async function suite(): Promise<void> {
     const databaseUrl = new URL(await freshPostgresDatabase(t))
     relay = await startPgRelay({ host: databaseUrl.hostname, port: Number(databaseUrl.port || 5432) })
     databaseUrl.host = `127.0.0.1:${relay.port}`
-    node = await startNodeProcess({ DATABASE_URL: databaseUrl.toString(), ADMIN_TOKEN, JWT_SECRET })
+    node = await startGatewayProcess({ DATABASE_URL: databaseUrl.toString(), ADMIN_TOKEN, JWT_SECRET })
     echo = await startEcho()
     tokens = await makeTokens(node.url)
     const gateway = node.url.replace('http://', '')

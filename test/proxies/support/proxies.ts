@@ -1,10 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { waitFor } from '../../support/poll.js'
+import { freePort } from '../../support/ports.js'
+import { spawnProcess, type ChildHandle } from '../../support/processes.js'
 
 /**
  * Real nginx and Caddy processes on free ports, run with the configs the README and
@@ -112,31 +115,23 @@ export async function startUnavailable(): Promise<{ address: string; calls: () =
   }
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const port = (server.address() as net.AddressInfo).port
-  server.close()
-  await once(server, 'close')
-  return port
-}
-
 /** A port nothing listens on (taken and released). */
 export const closedAddress = async () => `127.0.0.1:${await freePort()}`
 
-async function waitForPort(port: number, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${output()}`)
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)))
-      socket.on('error', () => resolve(false))
-    })
-    if (open) return
-    if (Date.now() > deadline) throw new Error(`did not listen on ${port} in time:\n${output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+/** Resolves once something accepts connections on `port`; fails at once if `proc` exits first. */
+async function waitForPort(port: number, proc: ChildHandle): Promise<void> {
+  const seen = await waitFor(
+    `${proc.name} to listen on ${port}`,
+    async () => {
+      if (!proc.running()) return 'exited'
+      return new Promise<'open' | 'refused'>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve('open')))
+        socket.on('error', () => resolve('refused'))
+      })
+    },
+    { until: (state) => state !== 'refused' },
+  )
+  if (seen === 'exited') throw new Error(`${proc.name} exited before it listened on ${port}`)
 }
 
 export interface Proxy {
@@ -146,25 +141,18 @@ export interface Proxy {
 }
 
 async function run(command: string, args: string[], env: NodeJS.ProcessEnv, port: number, dir: string): Promise<Proxy> {
-  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout!.on('data', (chunk) => (output += chunk))
-  child.stderr!.on('data', (chunk) => (output += chunk))
-  const exited = once(child, 'exit')
+  const proc = spawnProcess(command, args, { name: command, env })
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM')
-      await exited
-    }
+    await proc.stop()
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    await waitForPort(port, child, () => output)
+    await waitForPort(port, proc)
   } catch (error) {
     await stop()
-    throw error
+    throw new Error(`${(error as Error).message}:\n${proc.output()}`)
   }
-  return { url: `http://127.0.0.1:${port}`, output: () => output, stop }
+  return { url: `http://127.0.0.1:${port}`, output: proc.output, stop }
 }
 
 /**
