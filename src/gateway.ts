@@ -16,6 +16,8 @@ import { createTokenIssuer, type TokenIssuer } from './auth/issue-token.js'
 import { hashSecret as sha256 } from './auth/api-keys.js'
 import { createChanges, type Changes } from './changes.js'
 import { Metrics } from './metrics.js'
+import type { JwtKeyConfig } from './config.js'
+import type { RedisBusOptions } from './bus/redis-bus.js'
 
 /**
  * Everything one node needs, built once: store, caches, bus, keys, and the services made of
@@ -54,6 +56,8 @@ export interface GatewayOptions {
   bus?: InvalidationBus
   /** timing of the outbox relay (tests) */
   outboxRelay?: Pick<OutboxRelayOptions, 'intervalMs' | 'minAgeMs' | 'maxBackoffMs'>
+  /** extra Redis bus options for test entry points (the chaos test's unsafe switch); never from the configuration */
+  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush'>
 }
 
 const ADMIN_TOKEN_HASH_NAME = 'admin-token-sha256'
@@ -71,10 +75,11 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const store = createStore(db)
     const metrics = new Metrics()
 
-    const keyring = createKeyring(config.jwt, config.jwt.keys.length ? config.jwt.keys : await generatedKeys(store))
+    const jwtKeys = config.jwt.keys.length ? config.jwt.keys : await generatedKeys(store)
+    const keyring = createKeyring(config.jwt, jwtKeys)
     const { adminTokenHash, generatedAdminToken } = await adminToken(config, store)
 
-    const bus = options.bus ?? (await createConfiguredBus(config, logger, metrics))
+    const bus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, options.redisBus))
     cleanup.push(() => bus.close())
     const states = createStates(store, bus, config.cacheSize)
     await bus.start()
@@ -155,16 +160,19 @@ async function adminToken(config: Config, store: Store): Promise<{ adminTokenHas
   return { adminTokenHash: Buffer.from(storedHash, 'hex'), generatedAdminToken: storedHash === candidateHash ? candidate : undefined }
 }
 
-async function createConfiguredBus(config: Config, logger: Logger, metrics: Metrics): Promise<InvalidationBus> {
+async function createConfiguredBus(config: Config, logger: Logger, metrics: Metrics, jwtKeys: JwtKeyConfig[], extra: GatewayOptions['redisBus']): Promise<InvalidationBus> {
   if (!config.redisUrl) return createMemoryBus()
   const { createRedisBus } = await import('./bus/redis-bus.js')
+  const { deriveBusKeys } = await import('./bus/messages.js')
   return createRedisBus({
     url: config.redisUrl,
     leaseMs: config.leaseMs,
     prefix: config.redisPrefix,
     logger,
     metrics,
-    unsafeNoEpochFlush: config.unsafeNoEpochFlush,
+    // Messages are authenticated with keys derived from the JWT keys: see the README.
+    keys: deriveBusKeys(jwtKeys),
+    ...extra,
   })
 }
 

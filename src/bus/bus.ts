@@ -1,11 +1,27 @@
 import type { AgentState, UserState } from '../domain.js'
 
-/** A committed change that every node's caches must see before the write answers. */
+/** A committed change, as the node that made it hands it to the bus. */
 export type Change =
   | { kind: 'user'; state: UserState }
   | { kind: 'agent'; state: AgentState }
   /** API keys travel without their secret hash: a revoked key is evicted and re-read. */
   | { kind: 'apiKey'; keyId: string; revision: number }
+
+/**
+ * What another node learns of a change: which row changed, and at which revision. It
+ * carries no state, so the store stays the only source of truth: a node evicts what it
+ * holds of that row below that revision and reads it again when asked.
+ */
+export interface RowChanged {
+  kind: Change['kind']
+  id: string
+  revision: number
+}
+
+export function rowChanged(change: Change): RowChanged {
+  if (change.kind === 'apiKey') return { kind: 'apiKey', id: change.keyId, revision: change.revision }
+  return { kind: change.kind, id: change.state.id, revision: change.state.revision }
+}
 
 export interface BusHealth {
   /** the channel is up (for /readyz) */
@@ -25,8 +41,11 @@ export interface BusHealth {
 export interface InvalidationBus {
   start(): Promise<void>
   publish(change: Change): Promise<void>
-  /** Called for every change, local and remote, in arrival order. */
-  onChange(handler: (change: Change) => void): void
+  /**
+   * Called for every change, local and remote, in arrival order: a local one as the
+   * committed `Change`, a remote one as a `RowChanged` (evict, never install).
+   */
+  onChange(handler: (change: Change | RowChanged) => void): void
   /** Called when changes may have been missed: every cache must be flushed. */
   onEpochChange(handler: () => void): void
   /** Cheap enough for every request. */

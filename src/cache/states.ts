@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import type { Change, InvalidationBus } from '../bus/bus.js'
+import type { Change, InvalidationBus, RowChanged } from '../bus/bus.js'
 import { apiKeyRevision, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
@@ -29,7 +29,10 @@ export function createStates(store: Pick<Store, 'getUser' | 'getAgent' | 'getApi
   const userIds = new LRUCache<string, string>({ max: cacheSize })
   const intern = createInterner(100_000)
 
-  bus.onChange((change: Change) => {
+  const cacheOf = { user: users, agent: agents, apiKey: apiKeys } as const
+  bus.onChange((change: Change | RowChanged) => {
+    // Another node's change names a row and a revision, never a state: evict, read again.
+    if ('id' in change) return cacheOf[change.kind].apply(change.id, change.revision)
     switch (change.kind) {
       case 'user':
         users.apply(change.state.id, change.state.revision, compactUser(change.state, change.state.id, intern))

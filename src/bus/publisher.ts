@@ -1,0 +1,140 @@
+import { StoreUnavailableError } from '../errors.js'
+import type { RowChanged } from './bus.js'
+import type { AckMessage, MessageCodec } from './messages.js'
+import type { PublishReply, Registry } from './registry.js'
+
+/**
+ * Publish with acknowledgements. The writer resolves once every node registered when the
+ * message went out has acknowledged it (an authenticated ack bound to this message id and
+ * that node id), and Redis counted no receiver beyond them; otherwise once `writerWaitMs`
+ * has passed since the PUBLISH was answered, after which no node that missed the message
+ * can still be trusting its cache (see lease.ts). A Redis process younger than that is
+ * waited out too. If Redis cannot confirm the PUBLISH in time, it rejects: it never
+ * reports a change it could not deliver.
+ */
+export type PublishOutcome = 'acked' | 'lease_expired' | 'unknown_receivers' | 'failed'
+
+export interface PublisherOptions {
+  registry: Registry
+  codec: MessageCodec
+  nodeId: string
+  writerWaitMs: number
+  youthMs: number
+  publishTimeoutMs: number
+  now: () => number
+  /** a publish attempt failed and will be retried (logged once per publish) */
+  onRetry(error: Error): void
+  onOutcome(outcome: PublishOutcome, latencyMs: number, missing: string[]): void
+}
+
+export interface Publisher {
+  publish(row: RowChanged): Promise<void>
+  /** An authenticated ack arrived on our ack channel. */
+  acked(ack: AckMessage): void
+  close(): void
+}
+
+interface Pending {
+  readonly acked: Set<string>
+  onAck: (() => void) | undefined
+}
+
+export function createPublisher(options: PublisherOptions): Publisher {
+  const { registry, codec, nodeId, now } = options
+  const pending = new Map<string, Pending>()
+  let counter = 0
+  let closed = false
+
+  async function publishOnce(payload: string, deadline: number): Promise<PublishReply> {
+    for (let attempt = 0; ; attempt++) {
+      if (closed) throw new StoreUnavailableError('invalidation bus closed')
+      const remaining = deadline - now()
+      if (remaining <= 0) throw new StoreUnavailableError('invalidation channel unavailable: publish not confirmed')
+      try {
+        return await withTimeout(registry.publish(payload), remaining)
+      } catch (error) {
+        if (attempt === 0) options.onRetry(error as Error)
+        await sleep(Math.min(50, Math.max(0, deadline - now())))
+      }
+    }
+  }
+
+  function waitForAcks(entry: Pending, waitFor: string[], deadline: number): Promise<boolean> {
+    const complete = () => waitFor.every((node) => entry.acked.has(node))
+    if (complete()) return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        entry.onAck = undefined
+        resolve(complete())
+      }, Math.max(0, deadline - now()))
+      entry.onAck = () => {
+        if (!complete()) return
+        clearTimeout(timer)
+        entry.onAck = undefined
+        resolve(true)
+      }
+    })
+  }
+
+  return {
+    async publish(row) {
+      const startedAt = now()
+      const id = `${nodeId}.${++counter}`
+      const payload = codec.change({ id, from: nodeId, row })
+      const entry: Pending = { acked: new Set(), onAck: undefined }
+      pending.set(id, entry)
+      try {
+        let reply: PublishReply
+        try {
+          reply = await publishOnce(payload, startedAt + options.publishTimeoutMs)
+        } catch (error) {
+          options.onOutcome('failed', now() - startedAt, [])
+          throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError('invalidation channel unavailable', { cause: error })
+        }
+        const repliedAt = now()
+        const waitFor = reply.nodes.filter((node) => node !== nodeId)
+        // Every receiver must be accounted for: a subscriber Redis counted that is not in
+        // the registry (its entry removed by someone, or not made yet) is waited out.
+        const unknownReceivers = reply.receivers > waitFor.length + 1
+        const leaseDeadline = repliedAt + options.writerWaitMs
+        const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
+        const allAcked = await waitForAcks(entry, waitFor, leaseDeadline)
+        const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0)
+        if (now() < deadline) await sleep(deadline - now())
+        const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
+        options.onOutcome(outcome, now() - startedAt, allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n)))
+      } finally {
+        pending.delete(id)
+      }
+    },
+    acked(ack) {
+      const entry = pending.get(ack.id)
+      if (!entry) return
+      entry.acked.add(ack.node)
+      entry.onAck?.()
+    },
+    close() {
+      closed = true
+    },
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${Math.round(ms)} ms`)), ms)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}

@@ -1,0 +1,88 @@
+import type { Redis } from 'ioredis'
+
+/**
+ * The node registry on Redis and the scripts that read it: each node keeps itself in a
+ * sorted set scored with an expiry taken from Redis TIME; a publish reads the registry in
+ * the same script as its PUBLISH, so the set of nodes it waits for is the set registered
+ * at the instant the message went out.
+ *
+ * Both scripts read the instance's run_id: a registration is only worth anything on the
+ * Redis process that made it, and a process younger than a lease may not know every node.
+ * Its age is the larger of two lower bounds: whole seconds of uptime, and the time since
+ * the first of our scripts ran on it (the born key, per run_id).
+ */
+export interface PublishReply {
+  /** subscribers that received the message (PUBLISH's answer) */
+  receivers: number
+  instanceAgeMs: number
+  /** nodes registered when the message went out */
+  nodes: string[]
+}
+
+export interface Registration {
+  runId: string
+  /** false: our entry had gone (expired, or removed by someone else) before this renewal */
+  wasPresent: boolean
+}
+
+export interface Registry {
+  register(nodeId: string, ttlMs: number): Promise<Registration>
+  publish(payload: string): Promise<PublishReply>
+  deregister(nodeId: string): Promise<void>
+}
+
+const PRELUDE = `
+local info = redis.call('INFO', 'server')
+local runid = string.match(info, 'run_id:(%x+)')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local bornKey = KEYS[3] .. runid
+redis.call('SET', bornKey, now, 'NX', 'PX', 86400000)
+`
+/** KEYS: registry, (unused), born prefix. ARGV: node id, ttl ms. → {run_id, was present (0/1)} */
+const REGISTER_LUA = `${PRELUDE}
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local present = 0
+if score and tonumber(score) >= now then present = 1 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 600000)
+return {runid, present}`
+/** KEYS: registry, channel, born prefix. ARGV: payload. → {receivers, instance age ms, registered nodes} */
+const PUBLISH_LUA = `${PRELUDE}
+local age = now - tonumber(redis.call('GET', bornKey))
+local uptime = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) * 1000
+if uptime > age then age = uptime end
+local receivers = redis.call('PUBLISH', KEYS[2], ARGV[1])
+local nodes = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')
+return {receivers, age, nodes}`
+const DEREGISTER_LUA = `return redis.call('ZREM', KEYS[1], ARGV[1])`
+
+type ScriptedRedis = Redis & {
+  chatAuthRegister(registry: string, unused: string, bornPrefix: string, nodeId: string, ttlMs: string): Promise<[string, number]>
+  chatAuthPublish(registry: string, channel: string, bornPrefix: string, payload: string): Promise<[number, number, string[]]>
+  chatAuthDeregister(registry: string, nodeId: string): Promise<number>
+}
+
+/** Defines the scripts on `redis` (the node's command connection). */
+export function createRegistry(redis: Redis, prefix: string): Registry {
+  const scripted = redis as ScriptedRedis
+  scripted.defineCommand('chatAuthRegister', { numberOfKeys: 3, lua: REGISTER_LUA })
+  scripted.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
+  scripted.defineCommand('chatAuthDeregister', { numberOfKeys: 1, lua: DEREGISTER_LUA })
+  const registryKey = `${prefix}:nodes`
+  const channel = `${prefix}:changes`
+  const bornPrefix = `${prefix}:born:`
+  return {
+    async register(nodeId, ttlMs) {
+      const [runId, present] = await scripted.chatAuthRegister(registryKey, registryKey, bornPrefix, nodeId, String(ttlMs))
+      return { runId: String(runId), wasPresent: Number(present) === 1 }
+    },
+    async publish(payload) {
+      const [receivers, instanceAgeMs, nodes] = await scripted.chatAuthPublish(registryKey, channel, bornPrefix, payload)
+      return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String) }
+    },
+    async deregister(nodeId) {
+      await scripted.chatAuthDeregister(registryKey, nodeId)
+    },
+  }
+}

@@ -1,0 +1,139 @@
+import { Redis } from 'ioredis'
+
+/**
+ * The node's subscriber connection: one ioredis instance per TCP connection, never
+ * reconnected, resubscribed or replayed by the library — when a connection ends, what it
+ * did not deliver is lost, and the next one is a new instance that starts a new epoch.
+ *
+ * What the lease relies on, checked in ioredis 5's source (and in test/redis-bus.test.ts):
+ * PING is allowed in subscriber mode (Command.FLAGS.VALID_IN_SUBSCRIBER_MODE);
+ * `subscribe()` resolves once every channel is confirmed (DataHandler fillSubCommand);
+ * `message` events are emitted synchronously as replies are parsed, in order, while a
+ * command's promise settles later, so when a PING's promise settles every message that
+ * came before its reply has been handled; with `retryStrategy: () => null` a closed
+ * connection ends (status `end`) and its queued commands are rejected.
+ */
+export interface SubscriberEvents {
+  /** Every channel is confirmed on the Redis instance `runId`. */
+  subscribed(runId: string): void
+  message(channel: string, payload: string): void
+  pong(): void
+  /** The connection is gone (or given up on); `subscribed` may come again on a new one. */
+  lost(reason: string, error?: Error): void
+  /** A failure worth logging that does not lose the connection. */
+  error(error: Error): void
+}
+
+export interface SubscriberOptions {
+  url: string
+  /** CLIENT SETNAME of every connection */
+  name: string
+  channels: string[]
+  connectTimeoutMs: number
+}
+
+export interface Subscriber {
+  start(): void
+  /** Sends a PING on the subscribed connection; false when there is none to send it on. */
+  ping(): boolean
+  /** Gives up on the current connection (pongs missed, subscribe too slow). */
+  drop(reason: string): void
+  /** monotonic time the current connection was opened at */
+  openedAt(): number
+  isSubscribed(): boolean
+  /** Leaves the channels (so Redis no longer counts us as a receiver), then the connection. */
+  close(): Promise<void>
+}
+
+const RECONNECT_MAX_MS = 500
+const CLOSE_WAIT_MS = 500
+
+export function createSubscriber(options: SubscriberOptions, events: SubscriberEvents, now: () => number): Subscriber {
+  let current: { redis: Redis; openedAt: number; subscribed: boolean; dead: boolean } | undefined
+  let attempt = 0
+  let reconnectTimer: NodeJS.Timeout | undefined
+  let closed = false
+
+  function connect(): void {
+    reconnectTimer = undefined
+    if (closed) return
+    const redis = new Redis(options.url, {
+      lazyConnect: true,
+      connectionName: options.name,
+      connectTimeout: options.connectTimeoutMs,
+      keepAlive: 1000,
+      noDelay: true,
+      // Nothing crosses from one connection to the next: see the comment above.
+      retryStrategy: () => null,
+      autoResubscribe: false,
+      autoResendUnfulfilledCommands: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    })
+    const conn = { redis, openedAt: now(), subscribed: false, dead: false }
+    current = conn
+    redis.on('message', (channel: string, payload: string) => {
+      if (!conn.dead) events.message(channel, payload)
+    })
+    // 'error' precedes 'close'/'end'; the loss itself is reported once, on 'end'.
+    redis.on('error', (error: Error) => {
+      if (!conn.dead) events.error(error)
+    })
+    redis.on('end', () => lose(conn, 'closed'))
+    void (async () => {
+      await redis.connect()
+      const info = await redis.info('server')
+      const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1]
+      if (runId === undefined) throw new Error('INFO server gave no run_id')
+      await redis.subscribe(...options.channels)
+      if (conn.dead) return
+      conn.subscribed = true
+      attempt = 0
+      events.subscribed(runId)
+    })().catch((error: Error) => lose(conn, 'subscribe_failed', error))
+  }
+
+  function lose(conn: NonNullable<typeof current>, reason: string, error?: Error): void {
+    if (conn.dead) return
+    conn.dead = true
+    conn.redis.disconnect()
+    if (closed) return
+    events.lost(reason, error)
+    if (!reconnectTimer) {
+      const delay = Math.min(RECONNECT_MAX_MS, 20 * 2 ** Math.min(attempt++, 5)) * (0.5 + Math.random() / 2)
+      reconnectTimer = setTimeout(connect, delay)
+    }
+  }
+
+  return {
+    start: connect,
+    ping() {
+      const conn = current
+      if (!conn || conn.dead || !conn.subscribed) return false
+      conn.redis.ping().then(
+        () => {
+          if (!conn.dead) events.pong()
+        },
+        (error: Error) => lose(conn, 'ping_failed', error),
+      )
+      return true
+    },
+    drop(reason) {
+      if (current) lose(current, reason)
+    },
+    openedAt: () => current?.openedAt ?? 0,
+    isSubscribed: () => current !== undefined && !current.dead && current.subscribed,
+    async close() {
+      closed = true
+      if (reconnectTimer) clearTimeout(reconnectTimer)
+      const conn = current
+      if (!conn || conn.dead) return
+      conn.dead = true
+      if (conn.subscribed) {
+        const left = conn.redis.unsubscribe().catch(() => {})
+        await Promise.race([left, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())])
+      }
+      conn.redis.disconnect()
+    },
+  }
+}
