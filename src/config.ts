@@ -25,11 +25,6 @@ export interface Config {
   seedDemo: boolean
   /** channel and key prefix on Redis; the nodes of one deployment share it */
   redisPrefix: string
-  /**
-   * UNSAFE, for the chaos test that proves its checker bites: keep caches across a lost
-   * subscription. Never set it in production.
-   */
-  unsafeNoEpochFlush: boolean
 }
 
 export type JwtAlgorithm = 'HS256' | 'ES256' | 'EdDSA' | 'RS256'
@@ -95,7 +90,6 @@ export const CONFIG_VARIABLES = [
   'CACHE_LEASE_MS',
   'SEED_DEMO',
   'REDIS_PREFIX',
-  'CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH',
 ] as const
 
 export function loadConfig(env: Env = process.env): Config {
@@ -124,7 +118,6 @@ export function loadConfig(env: Env = process.env): Config {
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
     redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
-    unsafeNoEpochFlush: boolean('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH', read('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH'), false),
   }
   if (config.redisUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('REDIS_URL', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')

@@ -4,11 +4,24 @@ import t from 'tap'
 import { createScratchDatabase } from '../support/databases.js'
 import { call, setupCompany } from '../support/http-client.js'
 import { sleep, waitFor } from '../support/poll.js'
-import { startGatewayProcess, type GatewayProcess as NodeProcess } from '../support/processes.js'
+import { fileURLToPath } from 'node:url'
+import { ADMIN_TOKEN, JWT_SECRET } from '../support/constants.js'
+import { freePort } from '../support/ports.js'
+import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess as NodeProcess } from '../support/processes.js'
 import { startPostgres, startRedis, type PostgresServer, type RedisServer } from '../support/services.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
-const startNode = (name: string, env: Record<string, string>) => startGatewayProcess(env, { name })
+/** The mutant run's nodes: `chat-auth serve`, less the cache flush on a new epoch (see the file). */
+const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
+
+async function startNode(name: string, env: Record<string, string>, options: { unsafeNoEpochFlush: boolean }): Promise<NodeProcess> {
+  if (!options.unsafeNoEpochFlush) return startGatewayProcess(env, { name })
+  const port = await freePort()
+  const proc = spawnNode(UNSAFE_NODE_HOST, { name, env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
+  const url = `http://127.0.0.1:${port}`
+  await waitUntilServing(proc, `${url}/readyz`)
+  return { ...proc, port, url }
+}
 
 /**
  * `npm run test:chaos` — not part of `npm test` (tap's `exclude` skips test/chaos/).
@@ -87,12 +100,14 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     DATABASE_URL: databaseUrl,
     REDIS_URL: `redis://127.0.0.1:${proxies[i]!.port}`,
     CACHE_LEASE_MS: String(LEASE_MS),
-    ...(unsafe ? { CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH: '1' } : {}),
   })
+  // The mutant run starts its nodes through a test-only entry point: no configuration
+  // variable can switch the flush off.
+  const options = { unsafeNoEpochFlush: unsafe }
   const nodes: NodeProcess[] = []
   try {
-    nodes.push(await startNode('node-0', env(0)))
-    nodes.push(...(await Promise.all([startNode('node-1', env(1)), startNode('node-2', env(2))])))
+    nodes.push(await startNode('node-0', env(0), options))
+    nodes.push(...(await Promise.all([startNode('node-1', env(1), options), startNode('node-2', env(2), options)])))
   } catch (error) {
     await Promise.allSettled(nodes.map((n) => n.stop()))
     await Promise.allSettled(proxies.map((p) => p.close()))
@@ -444,7 +459,7 @@ t.test('the checker bites: with no cache flush on reconnect, violations appear',
   t.teardown(() => tearDown(s))
   const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
   if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
-    t.fail('CHAT_AUTH_UNSAFE_NO_EPOCH_FLUSH=1 did not reach the Redis bus (config.unsafeNoEpochFlush → createRedisBus option unsafeNoEpochFlush)')
+    t.fail('the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs) did not reach the Redis bus (GatewayOptions.redisBus → createRedisBus option unsafeNoEpochFlush)')
     return
   }
   const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
