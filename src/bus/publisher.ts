@@ -29,6 +29,8 @@ export interface PublisherOptions {
 
 export interface Publisher {
   publish(row: RowChanged): Promise<void>
+  /** Resolves once every publish in flight has settled. */
+  drain(): Promise<void>
   /** An authenticated ack arrived on our ack channel. */
   acked(ack: AckMessage): void
   close(): void
@@ -42,6 +44,7 @@ interface Pending {
 export function createPublisher(options: PublisherOptions): Publisher {
   const { registry, codec, nodeId, now } = options
   const pending = new Map<string, Pending>()
+  const inFlight = new Set<Promise<unknown>>()
   let counter = 0
   let closed = false
 
@@ -76,36 +79,47 @@ export function createPublisher(options: PublisherOptions): Publisher {
     })
   }
 
-  return {
-    async publish(row) {
-      const startedAt = now()
-      const id = `${nodeId}.${++counter}`
-      const payload = codec.change({ id, from: nodeId, row })
-      const entry: Pending = { acked: new Set(), onAck: undefined }
-      pending.set(id, entry)
+  async function publish(row: RowChanged): Promise<void> {
+    const startedAt = now()
+    const id = `${nodeId}.${++counter}`
+    const payload = codec.change({ id, from: nodeId, row })
+    const entry: Pending = { acked: new Set(), onAck: undefined }
+    pending.set(id, entry)
+    try {
+      let reply: PublishReply
       try {
-        let reply: PublishReply
-        try {
-          reply = await publishOnce(payload, startedAt + options.publishTimeoutMs)
-        } catch (error) {
-          options.onOutcome('failed', now() - startedAt, [])
-          throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError('invalidation channel unavailable', { cause: error })
-        }
-        const repliedAt = now()
-        const waitFor = reply.nodes.filter((node) => node !== nodeId)
-        // Every receiver must be accounted for: a subscriber Redis counted that is not in
-        // the registry (its entry removed by someone, or not made yet) is waited out.
-        const unknownReceivers = reply.receivers > waitFor.length + 1
-        const leaseDeadline = repliedAt + options.writerWaitMs
-        const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
-        const allAcked = await waitForAcks(entry, waitFor, leaseDeadline)
-        const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0)
-        if (now() < deadline) await sleep(deadline - now())
-        const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
-        options.onOutcome(outcome, now() - startedAt, allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n)))
-      } finally {
-        pending.delete(id)
+        reply = await publishOnce(payload, startedAt + options.publishTimeoutMs)
+      } catch (error) {
+        options.onOutcome('failed', now() - startedAt, [])
+        throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError('invalidation channel unavailable', { cause: error })
       }
+      const repliedAt = now()
+      const waitFor = reply.nodes.filter((node) => node !== nodeId)
+      // Every receiver must be accounted for: a subscriber Redis counted that is not in
+      // the registry (its entry removed by someone, or not made yet) is waited out.
+      const unknownReceivers = reply.receivers > waitFor.length + 1
+      const leaseDeadline = repliedAt + options.writerWaitMs
+      const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
+      const allAcked = await waitForAcks(entry, waitFor, leaseDeadline)
+      const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0)
+      if (now() < deadline) await sleep(deadline - now())
+      const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
+      options.onOutcome(outcome, now() - startedAt, allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n)))
+    } finally {
+      pending.delete(id)
+    }
+  }
+
+  return {
+    publish(row) {
+      const promise = publish(row)
+      inFlight.add(promise)
+      const forget = () => inFlight.delete(promise)
+      promise.then(forget, forget)
+      return promise
+    },
+    async drain() {
+      await Promise.allSettled([...inFlight])
     },
     acked(ack) {
       const entry = pending.get(ack.id)

@@ -1,7 +1,9 @@
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 
 /**
- * The node registry on Redis and the scripts that read it: each node keeps itself in a
+ * The node's command connection (ioredis, reconnecting, but failing fast: nothing is queued
+ * for later or re-sent behind our back), the node registry on Redis and the scripts that
+ * read it: each node keeps itself in a
  * sorted set scored with an expiry taken from Redis TIME; a publish reads the registry in
  * the same script as its PUBLISH, so the set of nodes it waits for is the set registered
  * at the instant the message went out.
@@ -25,10 +27,28 @@ export interface Registration {
   wasPresent: boolean
 }
 
+export interface RegistryOptions {
+  url: string
+  prefix: string
+  nodeId: string
+  /** how long an entry lives on Redis's clock after each renewal */
+  ttlMs: number
+  connectTimeoutMs: number
+  now: () => number
+  /** a renewal sent at `sentAt` (our clock) ran on the Redis instance `runId` */
+  onRegistered(registration: Registration, sentAt: number): void
+  onError(operation: 'register' | 'connection', error: Error): void
+}
+
 export interface Registry {
-  register(nodeId: string, ttlMs: number): Promise<Registration>
+  connect(): void
+  /** Renews our entry (one renewal in flight at a time, or a stuck one given up on). */
+  renew(): void
   publish(payload: string): Promise<PublishReply>
-  deregister(nodeId: string): Promise<void>
+  /** Publishes on another node's ack channel; rejects when the connection is not ready. */
+  publishAck(channel: string, payload: string): Promise<unknown>
+  deregister(): Promise<void>
+  close(): void
 }
 
 const PRELUDE = `
@@ -63,26 +83,60 @@ type ScriptedRedis = Redis & {
   chatAuthDeregister(registry: string, nodeId: string): Promise<number>
 }
 
-/** Defines the scripts on `redis` (the node's command connection). */
-export function createRegistry(redis: Redis, prefix: string): Registry {
-  const scripted = redis as ScriptedRedis
-  scripted.defineCommand('chatAuthRegister', { numberOfKeys: 3, lua: REGISTER_LUA })
-  scripted.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
-  scripted.defineCommand('chatAuthDeregister', { numberOfKeys: 1, lua: DEREGISTER_LUA })
+export function createRegistry(options: RegistryOptions): Registry {
+  const { prefix, nodeId, now } = options
+  const redis = new Redis(options.url, {
+    lazyConnect: true,
+    connectionName: `${prefix}:cmd:${nodeId}`,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: options.connectTimeoutMs,
+    retryStrategy: (attempt) => Math.min(500, 25 * 2 ** Math.min(attempt, 5)),
+  }) as ScriptedRedis
+  redis.defineCommand('chatAuthRegister', { numberOfKeys: 3, lua: REGISTER_LUA })
+  redis.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
+  redis.defineCommand('chatAuthDeregister', { numberOfKeys: 1, lua: DEREGISTER_LUA })
   const registryKey = `${prefix}:nodes`
   const channel = `${prefix}:changes`
   const bornPrefix = `${prefix}:born:`
+  let renewing = false
+  let closed = false
+  redis.on('error', (error: Error) => options.onError('connection', error))
+  redis.on('ready', () => renew())
+
+  function renew(): void {
+    if (closed || renewing || redis.status !== 'ready') return
+    renewing = true
+    const sentAt = now()
+    // Never wait on one stuck renewal for long: another may go out beside it.
+    const unstick = setTimeout(() => (renewing = false), options.ttlMs / 1.5)
+    redis
+      .chatAuthRegister(registryKey, registryKey, bornPrefix, nodeId, String(options.ttlMs))
+      .then(([runId, present]) => {
+        if (!closed) options.onRegistered({ runId: String(runId), wasPresent: Number(present) === 1 }, sentAt)
+      })
+      .catch((error: Error) => options.onError('register', error))
+      .finally(() => {
+        clearTimeout(unstick)
+        renewing = false
+      })
+  }
+
   return {
-    async register(nodeId, ttlMs) {
-      const [runId, present] = await scripted.chatAuthRegister(registryKey, registryKey, bornPrefix, nodeId, String(ttlMs))
-      return { runId: String(runId), wasPresent: Number(present) === 1 }
-    },
+    connect: () => void redis.connect().catch(() => {}), // reported through 'error', retried by ioredis
+    renew,
     async publish(payload) {
-      const [receivers, instanceAgeMs, nodes] = await scripted.chatAuthPublish(registryKey, channel, bornPrefix, payload)
+      const [receivers, instanceAgeMs, nodes] = await redis.chatAuthPublish(registryKey, channel, bornPrefix, payload)
       return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String) }
     },
-    async deregister(nodeId) {
-      await scripted.chatAuthDeregister(registryKey, nodeId)
+    publishAck: (ackChannel, payload) => redis.publish(ackChannel, payload),
+    async deregister() {
+      if (redis.status === 'ready') await redis.chatAuthDeregister(registryKey, nodeId)
+    },
+    close() {
+      closed = true
+      redis.disconnect()
     },
   }
 }
