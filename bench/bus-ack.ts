@@ -1,0 +1,122 @@
+/**
+ * The bus's acknowledgement latency with three nodes, for one or more builds side by side
+ * in the same run (interleaved, in alternating order, so that both see the same machine):
+ *
+ *   npm run build && node dist/bench/bus-ack.js                         # this build
+ *   node dist/bench/bus-ack.js --cli /path/to/other/dist/src/cli.js ... # and another one
+ *
+ * Each round and build: its own redis-server on a free port, a scratch PostgreSQL database,
+ * three `chat-auth serve` nodes on them, a company and one user, then `--invalidations`
+ * invalidate-token calls in turn on each node, one at a time. Reported: each node's
+ * `chat_auth_bus_ack_latency_seconds` (publish → every other node acknowledged, over its
+ * last 1024 publishes; the median of the three nodes) and the client-side latency of the
+ * invalidate call.
+ */
+import { spawn } from 'node:child_process'
+import { performance } from 'node:perf_hooks'
+import { parseArgs } from 'node:util'
+import { Redis } from 'ioredis'
+import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from './lib/pg.js'
+import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+
+const { values } = parseArgs({
+  options: {
+    cli: { type: 'string', multiple: true },
+    rounds: { type: 'string', default: '3' },
+    invalidations: { type: 'string', default: '300' },
+    'pg-url': { type: 'string', default: DEFAULT_PG_ADMIN_URL },
+  },
+})
+const clis = values.cli?.length ? values.cli : [DIST + 'src/cli.js']
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef'
+const JWT_SECRET = 'bench-jwt-secret-that-is-at-least-32-bytes-long!!'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!
+}
+const median = (values: number[]) => quantile(values, 0.5)
+
+async function json(base: string, method: string, path: string, body?: unknown, admin = false): Promise<any> {
+  const response = await fetch(base + path, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await response.text()
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`)
+  return text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text
+}
+
+async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort()
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  for (let i = 0; ; i++) {
+    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+    probe.on('error', () => {})
+    const ok = await probe.connect().then(
+      () => true,
+      () => false,
+    )
+    probe.disconnect()
+    if (ok) break
+    if (i > 100) throw new Error('redis-server did not start')
+    await sleep(50)
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
+  }
+}
+
+async function measure(cli: string, invalidations: number): Promise<{ ackP50: number; ackP99: number; httpP50: number; httpP99: number }> {
+  const redis = await startRedis()
+  const database = await createScratchDatabase(values['pg-url']!, 'bench_bus')
+  const nodes: Proc[] = []
+  try {
+    const env = { DATABASE_URL: database.url, REDIS_URL: redis.url, ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_LEASE_MS: '500' }
+    const start = async (i: number) => startProcess({ name: `node-${i}`, script: cli, args: ['serve'], env, port: await freePort(), readyPath: '/readyz' })
+    nodes.push(await start(0))
+    nodes.push(...(await Promise.all([start(1), start(2)])))
+    const [a] = nodes.map((n) => n.url) as [string]
+    const company = await json(a, 'POST', '/admin/v1/companies', { name: 'Bench' }, true)
+    await json(a, 'POST', `/admin/v1/companies/${company.id}/agents`, { name: 'Agent' }, true)
+    const key = await json(a, 'POST', `/admin/v1/companies/${company.id}/api-keys`, { name: 'bench' }, true)
+    const issued = await json(a, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: 'bench-user' })
+    const http: number[] = []
+    for (let i = 0; i < invalidations; i++) {
+      const started = performance.now()
+      await json(nodes[i % 3]!.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: issued.user.id })
+      http.push(performance.now() - started)
+    }
+    const perNode = await Promise.all(
+      nodes.map(async (n) => {
+        const text: string = await json(n.url, 'GET', '/metrics')
+        const q = (name: string) => Number(text.match(new RegExp(`chat_auth_bus_ack_latency_seconds\\{quantile="${name}"\\} (\\S+)`))?.[1] ?? NaN) * 1000
+        return { p50: q('0.5'), p99: q('0.99') }
+      }),
+    )
+    return { ackP50: median(perNode.map((n) => n.p50)), ackP99: median(perNode.map((n) => n.p99)), httpP50: quantile(http, 0.5), httpP99: quantile(http, 0.99) }
+  } finally {
+    await Promise.allSettled(nodes.map((n) => n.stop()))
+    await redis.stop()
+    await database.drop()
+  }
+}
+
+const results = new Map<string, Array<Awaited<ReturnType<typeof measure>>>>(clis.map((cli) => [cli, []]))
+for (let round = 1; round <= Number(values.rounds); round++) {
+  // every other round in reverse order, so that no build always runs first
+  for (const cli of round % 2 ? clis : [...clis].reverse()) {
+    const result = await measure(cli, Number(values.invalidations))
+    results.get(cli)!.push(result)
+    const f = (ms: number) => ms.toFixed(2).padStart(7)
+    console.log(`round ${round}  ack p50 ${f(result.ackP50)} ms  p99 ${f(result.ackP99)} ms  | invalidate over HTTP p50 ${f(result.httpP50)} ms  p99 ${f(result.httpP99)} ms  ${cli}`)
+  }
+}
+console.log('\nmedian over rounds (three nodes, ack latency = publish → every other node acknowledged):')
+for (const [cli, list] of results) {
+  const m = (pick: (r: (typeof list)[number]) => number) => median(list.map(pick)).toFixed(2)
+  console.log(`  ack p50 ${m((r) => r.ackP50)} ms, p99 ${m((r) => r.ackP99)} ms; invalidate p50 ${m((r) => r.httpP50)} ms, p99 ${m((r) => r.httpP99)} ms  ${cli}`)
+}
