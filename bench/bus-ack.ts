@@ -12,26 +12,24 @@
  * last 1024 publishes; the median of the three nodes) and the client-side latency of the
  * invalidate call.
  */
-import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
-import { Redis } from 'ioredis'
-import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from './lib/pg.js'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { createScratchDatabase } from '../test/support/databases.js'
+import { startRedis } from '../test/support/services.js'
 
 const { values } = parseArgs({
   options: {
     cli: { type: 'string', multiple: true },
     rounds: { type: 'string', default: '3' },
     invalidations: { type: 'string', default: '300' },
-    'pg-url': { type: 'string', default: DEFAULT_PG_ADMIN_URL },
+    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
   },
 })
 const clis = values.cli?.length ? values.cli : [DIST + 'src/cli.js']
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef'
 const JWT_SECRET = 'bench-jwt-secret-that-is-at-least-32-bytes-long!!'
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const quantile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!
@@ -47,27 +45,6 @@ async function json(base: string, method: string, path: string, body?: unknown, 
   const text = await response.text()
   if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`)
   return text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text
-}
-
-async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  for (let i = 0; ; i++) {
-    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-    probe.on('error', () => {})
-    const ok = await probe.connect().then(
-      () => true,
-      () => false,
-    )
-    probe.disconnect()
-    if (ok) break
-    if (i > 100) throw new Error('redis-server did not start')
-    await sleep(50)
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
-  }
 }
 
 async function measure(cli: string, invalidations: number): Promise<{ ackP50: number; ackP99: number; httpP50: number; httpP99: number }> {
