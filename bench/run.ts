@@ -344,12 +344,14 @@ async function main(): Promise<void> {
 
   // ── verify-cold: a node whose cache holds a tenth of the users ──
   if (want('verify-cold') && !remote) {
-    // the embedded store admits one process: the cold node replaces the main one
-    if (store === 'embedded' && main) await stopProc(main)
-    const cold = await startNode('cold node', { CACHE_SIZE: String(opts.coldCacheSize) })
+    // the embedded store admits one process, and a node without Redis claims its PostgreSQL
+    // database for itself: then the cold node replaces the main one
+    const alone = store === 'embedded' || !args.redis
+    if (alone && main) await stopProc(main)
+    const cold = await startNode('cold node', { CACHE_SIZE: String(opts.coldCacheSize), REDIS_URL: args.redis ? args['redis-url'] : undefined })
     for (let round = 1; round <= opts.rounds; round++) await measured('verify-cold', `verify-cold r${round}`, () => S.verifyCold(ds), [cold.url], cold)
     await stopProc(cold)
-    if (store === 'embedded') main = undefined
+    if (alone) main = undefined
   } else if (want('verify-cold')) {
     for (let round = 1; round <= opts.rounds; round++) await measured('verify-cold', `verify-cold r${round}`, () => S.verifyCold(ds), urls)
   }

@@ -18,6 +18,7 @@ import { createChanges, type Changes } from './changes.js'
 import { Metrics } from './metrics.js'
 import type { JwtKeyConfig } from './config.js'
 import type { RedisBusOptions } from './bus/redis-bus.js'
+import { claimDatabase, claimedBus } from './store/database-claim.js'
 
 /**
  * Everything one node needs, built once: store, caches, bus, keys, and the services made of
@@ -70,6 +71,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl) : await createPgliteDb(config.dataDir))
   const cleanup: Array<() => Promise<void>> = []
   try {
+    // Several nodes on one database without a shared bus would serve stale caches: refused.
+    const claim = config.databaseUrl && db.kind === 'postgres' ? await claimDatabase({ connectionString: config.databaseUrl, mode: config.redisUrl ? 'shared' : 'exclusive', logger }) : undefined
+    if (claim) cleanup.push(() => claim.release())
     const { applied } = await migrate(db)
     if (applied.length) logger.info({ applied }, 'migrations applied')
     const store = createStore(db)
@@ -79,8 +83,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const keyring = createKeyring(config.jwt, jwtKeys)
     const { adminTokenHash, generatedAdminToken } = await adminToken(config, store)
 
-    const bus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, options.redisBus))
-    cleanup.push(() => bus.close())
+    const configuredBus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, options.redisBus))
+    cleanup.push(() => configuredBus.close())
+    const bus = claim ? claimedBus(configuredBus, claim) : configuredBus
     const states = createStates(store, bus, config.cacheSize)
     await bus.start()
 
@@ -136,6 +141,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         await bus.close()
         // A round still publishing ends with the bus; one stuck on the database is not waited for.
         await Promise.race([relayStopped, new Promise((resolve) => setTimeout(resolve, RELAY_STOP_WAIT_MS).unref())])
+        await claim?.release()
         if (!options.db) await db.close()
       },
     }

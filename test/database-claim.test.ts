@@ -1,0 +1,156 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import t from 'tap'
+import { createGateway } from '../src/gateway.js'
+import { loadConfig } from '../src/config.js'
+import { createLogger } from '../src/logger.js'
+import { ADMIN_TOKEN, JWT_SECRET, STORE, createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify } from './support/helpers.js'
+import { startNodeProcess } from './support/node-process.js'
+
+/**
+ * No silent stale node: nodes on one PostgreSQL without a shared bus are refused, and a node
+ * that loses its claim stops serving from its cache. Always against the real PostgreSQL, so
+ * this file runs once, in the PostgreSQL pass.
+ */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const prefix = () => `chat-auth-test-claim-${randomBytes(4).toString('hex')}`
+
+/** Starts a node process that is expected to refuse to start; its output. */
+async function refusedStart(env: Record<string, string>): Promise<string> {
+  try {
+    const node = await startNodeProcess({ ADMIN_TOKEN, JWT_SECRET, ...env })
+    await node.stop()
+    return 'STARTED'
+  } catch (error) {
+    return (error as Error).message
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+const lockHolders = async (databaseUrl: string) => {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ pid: number; mode: string; application_name: string }>(
+      `SELECT l.pid, l.mode, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND a.datname = current_database()`,
+    )
+    return rows
+  } finally {
+    await client.end()
+  }
+}
+
+if (STORE !== 'postgres') {
+  t.pass('the database-claim tests run in the PostgreSQL pass')
+} else {
+  t.test('a second node without REDIS_URL on the same database exits at start, naming REDIS_URL', async (t) => {
+    const DATABASE_URL = await freshPostgresDatabase(t)
+    const first = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const output = await refusedStart({ DATABASE_URL })
+    t.not(output, 'STARTED', 'the second node does not start')
+    t.match(output, /exited with 1/)
+    t.match(output, /REDIS_URL/, 'the message names REDIS_URL')
+    t.match(output, /another chat-auth node uses this database \(held by: chat-auth node without Redis \(pid \d+/, 'and says who holds the database')
+    t.equal((await fetch(first.url + '/readyz')).status, 200, 'the first node keeps serving')
+
+    const holders = await lockHolders(DATABASE_URL)
+    t.equal(holders.length, 1)
+    t.equal(holders[0]!.mode, 'ExclusiveLock', 'the node without Redis holds the database exclusively')
+
+    await first.stop()
+    const next = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    t.equal((await fetch(next.url + '/readyz')).status, 200, 'once the first node stopped, another may take the database')
+  })
+
+  t.test('an in-process (plugin) gateway on a database a lone node holds is refused, naming REDIS_URL', async (t) => {
+    const DATABASE_URL = await freshPostgresDatabase(t)
+    await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const config = loadConfig({ DATABASE_URL, JWT_SECRET, LOG_LEVEL: 'silent' })
+    await t.rejects(createGateway(config, { logger: createLogger(config) }), { name: 'DatabaseClaimedError', message: /REDIS_URL/ })
+  })
+
+  t.test('nodes with and without Redis on the same database are refused, whichever starts first', async (t) => {
+    const DATABASE_URL = await freshPostgresDatabase(t)
+    const solo = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const withRedis = await refusedStart({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: prefix() })
+    t.match(withRedis, /a chat-auth node without REDIS_URL runs on this database/, 'a Redis node is refused next to a lone node')
+    t.match(withRedis, /set REDIS_URL on every node/)
+    await solo.stop()
+
+    const redisPrefix = prefix()
+    const redisNode = await startNodeProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const secondRedisNode = await startNodeProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    await until('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status === 200)
+    t.pass('nodes with Redis share the database')
+    t.same((await lockHolders(DATABASE_URL)).map((h) => h.mode), ['ShareLock', 'ShareLock'], 'each holds it shared')
+    const lone = await refusedStart({ DATABASE_URL })
+    t.match(lone, /another chat-auth node uses this database/, 'a lone node is refused next to Redis nodes')
+    t.match(lone, /REDIS_URL/)
+    t.equal((await fetch(redisNode.url + '/readyz')).status, 200)
+  })
+
+  t.test('a node that loses its claim stops serving from its cache, refuses writes, and flushes when it has the claim back', async (t) => {
+    const DATABASE_URL = await freshPostgresDatabase(t)
+    const node = await startApp(t, { DATABASE_URL })
+    const tenant = await createTenant(node)
+    const issued = await issueToken(node, tenant, 'alice')
+    t.equal((await verify(node, issued.token)).statusCode, 200, 'the user is now cached')
+    const bob = await issueToken(node, tenant, 'bob')
+    t.equal((await verify(node, bob.token)).statusCode, 200)
+
+    // A write the node cannot see (as another node without a shared bus would make it).
+    const admin = new pg.Client({ connectionString: DATABASE_URL })
+    await admin.connect()
+    t.teardown(() => admin.end())
+    const bumpBehindTheNodesBack = (userId = issued.user.id) => admin.query('UPDATE customer_user SET token_version = token_version + 1, revision = revision + 1 WHERE id = $1', [userId])
+    await bumpBehindTheNodesBack()
+    t.equal((await verify(node, issued.token)).statusCode, 200, 'with its claim, the node answers from its cache (which is why nobody else may write unseen)')
+
+    // The claim connection dies; a rival takes the lock before the node can take it back.
+    const holders = await lockHolders(DATABASE_URL)
+    t.equal(holders.length, 1, 'the node holds the claim')
+    const rival = new pg.Client({ connectionString: DATABASE_URL })
+    await rival.connect()
+    t.teardown(() => rival.end())
+    await admin.query('SELECT pg_terminate_backend($1)', [holders[0]!.pid])
+    let taken = false
+    for (let i = 0; i < 200 && !taken; i++) {
+      taken = (await rival.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [0x63686174, 0x6e6f6465])).rows[0]!.ok
+      if (!taken) await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    t.ok(taken, 'the rival took the database')
+
+    // The node learns of the loss when its lock connection reports it (at once here, on the FATAL message).
+    await until('the node to notice the loss', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode === 503)
+    t.match(node.logs.join(''), /lost the claim on the database/, 'the loss is logged')
+    const stale = await verify(node, issued.token)
+    t.equal(stale.statusCode, 401, 'without its claim the node reads PostgreSQL: the change made behind its back is seen')
+    t.equal(stale.json().message, 'Token has been revoked')
+    t.same((await node.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'unavailable', database: 'up', invalidationChannel: 'subscribed', cacheTrusted: false }, '/readyz: not ready without the claim')
+    const fresh = await issueToken(node, tenant, 'alice')
+    const write = await invalidate(node, tenant, issued.user.id)
+    t.equal(write.statusCode, 503, 'a write cannot be confirmed on every node: 503')
+    // A read while the claim is lost may still fill the cache; a change behind its back follows.
+    // bob was cached before the loss and changes behind the node's back while it is lost.
+    await bumpBehindTheNodesBack(bob.user.id)
+
+    await rival.query('SELECT pg_advisory_unlock($1, $2)', [0x63686174, 0x6e6f6465])
+    await until('the node to take its claim back', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode === 200)
+    t.pass('the node took its claim back and is ready')
+    t.match(node.logs.join(''), /the claim on the database is back/)
+    t.equal((await verify(node, fresh.token)).statusCode, 401, 'the token issued before the 503 write is refused: that write committed')
+    t.equal((await verify(node, bob.token)).statusCode, 401, 'nothing cached before the claim was lost is served: the caches were flushed when it came back')
+    const latest = await issueToken(node, tenant, 'alice')
+    t.equal((await verify(node, latest.token)).statusCode, 200)
+    await bumpBehindTheNodesBack()
+    t.equal((await verify(node, latest.token)).statusCode, 200, 'with the claim back, the cache serves again')
+  })
+}
