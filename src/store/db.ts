@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import pg from 'pg'
 import { StoreUnavailableError } from '../errors.js'
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
 
 /**
  * The narrow SQL interface both back ends implement, so that `store.ts` holds the only
@@ -83,11 +84,22 @@ export function createPostgresDb(connectionString: string, options: { max?: numb
 /**
  * PGlite: the same PostgreSQL, compiled to WASM, in `dataDir` (or in memory for
  * `memory://`). One connection serves everything; PGlite queues concurrent queries.
+ * A folder belongs to one process at a time (see data-dir-lock.ts): a second one is refused.
  */
 export async function createPgliteDb(dataDir: string): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite')
-  if (!dataDir.startsWith('memory://')) await mkdir(dataDir, { recursive: true })
-  const lite = await PGlite.create(dataDir)
+  let lock: DataDirLock | undefined
+  if (!dataDir.startsWith('memory://')) {
+    await mkdir(dataDir, { recursive: true })
+    lock = await lockDataDir(dataDir)
+  }
+  let lite
+  try {
+    lite = await PGlite.create(dataDir)
+  } catch (error) {
+    await lock?.release()
+    throw error
+  }
 
   const run = async <Row>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
     try {
@@ -111,7 +123,11 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
     async close() {
       if (closed) return
       closed = true
-      await lite.close()
+      try {
+        await lite.close()
+      } finally {
+        await lock?.release()
+      }
     },
   }
 }
