@@ -1,3 +1,5 @@
+import net from 'node:net'
+import type { Server } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
@@ -13,6 +15,8 @@ export interface RunningServer {
 }
 
 const SHUTDOWN_GRACE_MS = 10_000
+/** how long open keep-alive connections get to carry their last request before they are closed */
+const DRAIN_MS = 2000
 
 /**
  * Builds the app, prepares a first run (demo data, generated admin token), listens, and
@@ -50,7 +54,7 @@ export function closeOnSignals(server: RunningServer, logger: Logger): void {
       logger.error('graceful shutdown timed out')
       process.exit(1)
     }, SHUTDOWN_GRACE_MS).unref()
-    server.close().then(
+    drainThenClose(server).then(
       () => {
         clearTimeout(forced)
         process.exit(0)
@@ -63,4 +67,27 @@ export function closeOnSignals(server: RunningServer, logger: Logger): void {
   }
   process.once('SIGTERM', () => shutdown('SIGTERM'))
   process.once('SIGINT', () => shutdown('SIGINT'))
+}
+
+/**
+ * Stops without resetting anyone: no new connections; every open connection carries its
+ * next request and is closed by the answer itself (`Connection: close`); what is still idle
+ * after DRAIN_MS, in-flight requests and the stores are then closed by `app.close()`.
+ *
+ * http.Server#close would destroy idle keep-alive connections at once, and a request a
+ * client sent on one at that instant would be lost in a reset: the listener is closed on
+ * its own first (net.Server#close keeps open connections), so idle ones are closed only
+ * once clients that keep sending have been told.
+ */
+export async function drainThenClose(server: RunningServer, drainMs = DRAIN_MS): Promise<void> {
+  const http: Server = server.app.server
+  http.prependListener('request', (_request, response) => response.setHeader('connection', 'close'))
+  net.Server.prototype.close.call(http)
+  const deadline = Date.now() + drainMs
+  while (Date.now() < deadline && (await openConnections(http)) > 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  await server.close()
+}
+
+function openConnections(server: net.Server): Promise<number> {
+  return new Promise((resolve) => server.getConnections((error, count) => resolve(error ? 0 : count)))
 }
