@@ -23,6 +23,9 @@ const portAccepts = (port: number) =>
     socket.on('error', () => resolve(false))
   })
 
+// `npm start` builds the package first: on a busy 2-core machine that alone can take a minute.
+t.setTimeout(300_000)
+
 if (STORE !== 'pglite') {
   t.pass('the lifecycle tests run in the PGlite pass')
 } else {
