@@ -1,5 +1,9 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
+import { ConfigError, type Config } from './config.js'
+import { createLogger } from './logger.js'
+import { createGateway } from './gateway.js'
 import { bearerToken, type Identity, type VerifyToken } from './auth/verify.js'
 import { BEARER_CHALLENGE, denialBody, errors } from './errors.js'
 import { body } from './http/error-handler.js'
@@ -15,19 +19,47 @@ declare module 'fastify' {
   }
 }
 
-export interface ChatAuthPluginOptions {
-  /** a gateway from `createGateway` (the plugin uses only its verifier) */
-  gateway: { verifyToken: VerifyToken }
+export type ChatAuthPluginOptions =
+  /**
+   * The gateway's own settings (`loadConfig()`): the plugin joins the gateway's PostgreSQL and
+   * Redis as one more node, and closes it with the Fastify instance.
+   */
+  | { config: Config; logger?: Logger }
+  /** a gateway from `createGateway` that the caller owns (and closes); the plugin uses only its verifier */
+  | { gateway: { verifyToken: VerifyToken } }
+
+/**
+ * An in-process verifier is a node: it caches, so it must hear every change. Its own embedded
+ * store would be a second, unconnected store, and a node without Redis next to the gateway
+ * would never hear the gateway's changes: both are refused before anything is opened.
+ */
+async function ownGateway(config: Config, logger: Logger | undefined) {
+  const missing = [config.databaseUrl ? undefined : 'DATABASE_URL', config.redisUrl ? undefined : 'REDIS_URL'].filter((name) => name !== undefined)
+  if (missing.length) {
+    throw new ConfigError(
+      missing.join(' and '),
+      'the in-process verifier joins the gateway as one more node: give it the gateway\'s DATABASE_URL and REDIS_URL ' +
+        '(it never opens an embedded store of its own; without Redis, pass { gateway } from a createGateway you own)',
+    )
+  }
+  return createGateway(config, { logger: logger ?? createLogger(config) })
 }
 
 /**
- * For a Node chat backend that verifies in-process, against the same stores and caches
- * as the gateway: `app.register(chatAuthPlugin, { gateway })`, then
+ * For a Node chat backend that verifies in-process, against the same stores as the gateway:
+ * `app.register(chatAuthPlugin, { config: loadConfig() })`, then
  * `{ preHandler: app.requireChatToken }` on the routes to protect.
  */
 export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
-  async (fastify, { gateway }) => {
-    const { verifyToken } = gateway
+  async (fastify, options) => {
+    let verifyToken: VerifyToken
+    if ('config' in options) {
+      const gateway = await ownGateway(options.config, options.logger)
+      fastify.addHook('onClose', async () => gateway.close())
+      verifyToken = gateway.verifyToken
+    } else {
+      verifyToken = options.gateway.verifyToken
+    }
     fastify.decorateRequest('chatAuth', null)
     fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
       let verdict

@@ -1,7 +1,16 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import t from 'tap'
+import { loadConfig } from '../src/config.js'
 import { chatAuthPlugin } from '../src/plugin.js'
-import { createTenant, invalidate, issueToken, startApp } from './support/helpers.js'
+import { createTenant, freshPostgresDatabase, invalidate, issueToken, JWT_SECRET, startApp, STORE } from './support/helpers.js'
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 t.test('a Node chat backend verifies in-process with the same checks and stores', async (t) => {
   const gatewayNode = await startApp(t)
@@ -28,4 +37,67 @@ t.test('a Node chat backend verifies in-process with the same checks and stores'
   const revoked = await chat.inject({ url: '/messages', headers: { authorization: `Bearer ${issued.token}` } })
   t.equal(revoked.statusCode, 401)
   t.same(revoked.json(), { statusCode: 401, message: 'Token has been revoked', code: 'TOKEN_REVOKED' })
+})
+
+t.test('the plugin never opens an embedded store of its own: it says what it needs', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'chat-auth-plugin-'))
+  t.teardown(() => rm(parent, { recursive: true, force: true }))
+  const dataDir = join(parent, 'data')
+  for (const [env, missing] of [
+    [{ DATA_DIR: dataDir }, /^DATABASE_URL and REDIS_URL: the in-process verifier joins the gateway as one more node/],
+    [{ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, /^REDIS_URL: /],
+  ] as const) {
+    const chat = Fastify()
+    t.teardown(() => chat.close())
+    const config = loadConfig({ ...env, JWT_SECRET, LOG_LEVEL: 'silent' })
+    await t.rejects(chat.register(chatAuthPlugin, { config }).ready(), { name: 'ConfigError', message: missing })
+  }
+  t.notOk(existsSync(dataDir), 'no PGlite folder was created')
+})
+
+t.test('the plugin joins the gateway over PostgreSQL and Redis, and closes its node with the Fastify instance', { skip: STORE === 'postgres' ? false : 'runs in the PostgreSQL pass' }, async (t) => {
+  const env = { DATABASE_URL: await freshPostgresDatabase(t), REDIS_URL, REDIS_PREFIX: `chat-auth-test-plugin-${process.pid}` }
+  const gatewayNode = await startApp(t, env)
+  const tenant = await createTenant(gatewayNode)
+  const issued = await issueToken(gatewayNode, tenant, 'chatter')
+
+  const chat = Fastify()
+  await chat.register(chatAuthPlugin, { config: loadConfig({ ...env, JWT_SECRET, LOG_LEVEL: 'silent' }) })
+  chat.get('/messages', { preHandler: chat.requireChatToken }, async (request) => ({ for: request.chatAuth!.user.externalId }))
+  const call = () => chat.inject({ url: '/messages', headers: { authorization: `Bearer ${issued.token}` } })
+  t.equal((await call()).statusCode, 200)
+  t.equal((await call()).statusCode, 200, 'and again, from its cache')
+  t.equal((await invalidate(gatewayNode, tenant, issued.user.id)).statusCode, 200)
+  t.equal((await call()).statusCode, 401, 'a change made on the gateway reaches the in-process verifier before the write answers')
+
+  const claims = async () => Number((await gatewayNode.gateway.db.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"))[0]!.n)
+  t.equal(await claims(), 2, 'the gateway and the plugin each hold a shared claim')
+  await chat.close()
+  t.equal(await claims(), 1, "closing the Fastify instance closed the plugin's node")
+})
+
+t.test("the README's plugin example lets the process exit once the app is closed", async (t) => {
+  const example = readFileSync(new URL('../README.md', import.meta.url), 'utf8').match(/```ts\n([\s\S]*?)```/)![1]!
+  t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the README registers the plugin with the configuration')
+  // The README's wiring, then a close: the process must end by itself (nothing left open).
+  const script = `
+    import Fastify from 'fastify'
+    import { chatAuthPlugin, loadConfig } from './dist/src/index.js'
+    const config = loadConfig()
+    const app = Fastify()
+    await app.register(chatAuthPlugin, { config })
+    app.get('/messages', { preHandler: app.requireChatToken }, async (req) => req.chatAuth.user)
+    await app.ready()
+    await app.close()
+    console.log('closed')`
+  const env = STORE === 'postgres' ? { DATABASE_URL: await freshPostgresDatabase(t), REDIS_URL, REDIS_PREFIX: `chat-auth-test-plugin-exit-${process.pid}` } : undefined
+  if (!env) return t.pass('runs in the PostgreSQL pass')
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: fileURLToPath(new URL('../', import.meta.url)),
+    env: { PATH: process.env.PATH, ...env, JWT_SECRET, LOG_LEVEL: 'silent' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
+  t.equal(child.stdout.trim(), 'closed', child.stderr)
+  t.equal(child.status, 0, 'the process exited by itself after app.close()')
 })
