@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createPgliteDb } from '../src/store/db.js'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, type Teardown } from './support/helpers.js'
-import { startNodeProcess } from './support/node-process.js'
+import { startGatewayProcess } from './support/processes.js'
 
 /**
  * One store, one owner: a second process on the same PGlite DATA_DIR exits at start, naming
@@ -28,26 +28,29 @@ const admin = (base: string, method: string, path: string, body?: unknown) =>
     body: body ? JSON.stringify(body) : undefined,
   })
 
+// Each PGlite node process takes seconds to start, tens of seconds on a busy 2-core machine.
+t.setTimeout(300_000)
+
 if (STORE !== 'pglite') {
   t.pass('the DATA_DIR lock tests run in the PGlite pass')
 } else {
   t.test('a second process on the same DATA_DIR exits at start naming the owner; a kill -9 leaves no lock behind', async (t) => {
     const DATA_DIR = await dataDir(t)
     const env = { DATA_DIR, ADMIN_TOKEN, JWT_SECRET }
-    const first = await startNodeProcess(env, t.teardown.bind(t))
+    const first = await startGatewayProcess(env, { teardown: t.teardown.bind(t), timeoutMs: 180_000 })
     const created = await admin(first.url, 'POST', '/admin/v1/companies', { name: 'Kept' })
     t.equal(created.status, 201)
     const company = (await created.json()) as { id: string }
 
     let output = 'STARTED'
     try {
-      const second = await startNodeProcess(env)
+      const second = await startGatewayProcess(env, { waitFor: 'listening', timeoutMs: 180_000 })
       await second.stop()
     } catch (error) {
       output = (error as Error).message
     }
-    t.match(output, /exited with 1/, 'a second serve does not start')
-    t.match(output, new RegExp(`DATA_DIR ${DATA_DIR} is in use by another chat-auth process \\(pid ${first.child.pid}\\)`), 'and says by which process')
+    t.match(output, /exited \(1\)/, 'a second serve does not start')
+    t.match(output, new RegExp(`DATA_DIR ${DATA_DIR} is in use by another chat-auth process \\(pid ${first.pid}\\)`), 'and says by which process')
 
     const migrate = spawnSync(process.execPath, [CLI, 'migrate'], { env: { PATH: process.env.PATH, DATA_DIR }, encoding: 'utf8' })
     t.equal(migrate.status, 1, '`chat-auth migrate` on the folder in use is refused too')
@@ -55,7 +58,7 @@ if (STORE !== 'pglite') {
     t.equal((await admin(first.url, 'GET', `/admin/v1/companies/${company.id}`)).status, 200, 'the owner keeps serving')
 
     await first.kill9()
-    const next = await startNodeProcess(env, t.teardown.bind(t))
+    const next = await startGatewayProcess(env, { teardown: t.teardown.bind(t), timeoutMs: 180_000 })
     t.equal((await admin(next.url, 'GET', `/admin/v1/companies/${company.id}`)).status, 200, 'after kill -9 the next process starts at once, with the data')
   })
 

@@ -5,7 +5,7 @@ import { createGateway } from '../src/gateway.js'
 import { loadConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify } from './support/helpers.js'
-import { startNodeProcess } from './support/node-process.js'
+import { startGatewayProcess } from './support/processes.js'
 
 /**
  * No silent stale node: nodes on one PostgreSQL without a shared bus are refused, and a node
@@ -18,7 +18,7 @@ const prefix = () => `chat-auth-test-claim-${randomBytes(4).toString('hex')}`
 /** Starts a node process that is expected to refuse to start; its output. */
 async function refusedStart(env: Record<string, string>): Promise<string> {
   try {
-    const node = await startNodeProcess({ ADMIN_TOKEN, JWT_SECRET, ...env })
+    const node = await startGatewayProcess({ ADMIN_TOKEN, JWT_SECRET, ...env }, { waitFor: 'listening' })
     await node.stop()
     return 'STARTED'
   } catch (error) {
@@ -53,10 +53,10 @@ if (STORE !== 'postgres') {
 } else {
   t.test('a second node without REDIS_URL on the same database exits at start, naming REDIS_URL', async (t) => {
     const DATABASE_URL = await freshPostgresDatabase(t)
-    const first = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const first = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     const output = await refusedStart({ DATABASE_URL })
     t.not(output, 'STARTED', 'the second node does not start')
-    t.match(output, /exited with 1/)
+    t.match(output, /exited \(1\)/)
     t.match(output, /REDIS_URL/, 'the message names REDIS_URL')
     t.match(output, /another chat-auth node uses this database \(held by: chat-auth node without Redis \(pid \d+/, 'and says who holds the database')
     t.equal((await fetch(first.url + '/readyz')).status, 200, 'the first node keeps serving')
@@ -66,28 +66,28 @@ if (STORE !== 'postgres') {
     t.equal(holders[0]!.mode, 'ExclusiveLock', 'the node without Redis holds the database exclusively')
 
     await first.stop()
-    const next = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const next = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     t.equal((await fetch(next.url + '/readyz')).status, 200, 'once the first node stopped, another may take the database')
   })
 
   t.test('an in-process (plugin) gateway on a database a lone node holds is refused, naming REDIS_URL', async (t) => {
     const DATABASE_URL = await freshPostgresDatabase(t)
-    await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     const config = loadConfig({ DATABASE_URL, JWT_SECRET, LOG_LEVEL: 'silent' })
     await t.rejects(createGateway(config, { logger: createLogger(config) }), { name: 'DatabaseClaimedError', message: /REDIS_URL/ })
   })
 
   t.test('nodes with and without Redis on the same database are refused, whichever starts first', async (t) => {
     const DATABASE_URL = await freshPostgresDatabase(t)
-    const solo = await startNodeProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const solo = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     const withRedis = await refusedStart({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: prefix() })
     t.match(withRedis, /a chat-auth node without REDIS_URL runs on this database/, 'a Redis node is refused next to a lone node')
     t.match(withRedis, /set REDIS_URL on every node/)
     await solo.stop()
 
     const redisPrefix = prefix()
-    const redisNode = await startNodeProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
-    const secondRedisNode = await startNodeProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const redisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
+    const secondRedisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     await until('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status === 200)
     t.pass('nodes with Redis share the database')
     t.same((await lockHolders(DATABASE_URL)).map((h) => h.mode), ['ShareLock', 'ShareLock'], 'each holds it shared')

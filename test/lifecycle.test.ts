@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ADMIN_TOKEN, JWT_SECRET, STORE } from './support/helpers.js'
-import { freePort, startNodeProcess } from './support/node-process.js'
+import { freePort } from './support/ports.js'
+import { startGatewayProcess } from './support/processes.js'
 
 /**
  * Process lifecycle: SIGTERM to what the README says to run stops the server, and a
@@ -23,7 +24,8 @@ const portAccepts = (port: number) =>
     socket.on('error', () => resolve(false))
   })
 
-// `npm start` builds the package first: on a busy 2-core machine that alone can take a minute.
+// `npm start` builds the package first, and PGlite starts slowly: on a busy 2-core machine each
+// can take a minute.
 t.setTimeout(300_000)
 
 if (STORE !== 'pglite') {
@@ -33,7 +35,7 @@ if (STORE !== 'pglite') {
     // A copy of the package, so that its build does not rewrite the dist/ other tests run.
     const dir = mkdtempSync(join(tmpdir(), 'chat-auth-npm-start-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    for (const entry of ['package.json', 'tsconfig.json', 'src', 'bench', 'migrations']) cpSync(join(root, entry), join(dir, entry), { recursive: true })
+    for (const entry of ['package.json', 'tsconfig.json', 'src', 'bench', 'migrations', 'test/support']) cpSync(join(root, entry), join(dir, entry), { recursive: true })
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
 
     const port = await freePort()
@@ -74,7 +76,7 @@ if (STORE !== 'pglite') {
   })
 
   t.test('SIGTERM under keep-alive load: in-flight requests complete, no client sees a reset', async (t) => {
-    const node = await startNodeProcess({ DATA_DIR: 'memory://', ADMIN_TOKEN, JWT_SECRET }, t.teardown.bind(t))
+    const node = await startGatewayProcess({ DATA_DIR: 'memory://', ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t), timeoutMs: 180_000 })
     const port = Number(new URL(node.url).port)
     const exited = once(node.child, 'exit')
     const outcomes = new Map<string, number>()

@@ -50,7 +50,10 @@ t.test('the plugin never opens an embedded store of its own: it says what it nee
     const chat = Fastify()
     t.teardown(() => chat.close())
     const config = loadConfig({ ...env, JWT_SECRET, LOG_LEVEL: 'silent' })
-    await t.rejects(chat.register(chatAuthPlugin, { config }).ready(), { name: 'ConfigError', message: missing })
+    await t.rejects(async () => {
+      await chat.register(chatAuthPlugin, { config })
+      await chat.ready()
+    }, { name: 'ConfigError', message: missing })
   }
   t.notOk(existsSync(dataDir), 'no PGlite folder was created')
 })
