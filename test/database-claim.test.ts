@@ -48,6 +48,9 @@ const lockHolders = async (databaseUrl: string) => {
   }
 }
 
+// Eleven node processes in all: on a busy 2-core machine that takes minutes.
+t.setTimeout(300_000)
+
 if (STORE !== 'postgres') {
   t.pass('the database-claim tests run in the PostgreSQL pass')
 } else {

@@ -87,7 +87,7 @@ t.test("the README's plugin example lets the process exit once the app is closed
     import Fastify from 'fastify'
     import { chatAuthPlugin, loadConfig } from './dist/src/index.js'
     const config = loadConfig()
-    const app = Fastify()
+    const app = Fastify({ pluginTimeout: 120_000 }) // (the README's Fastify(), with room for a busy test machine)
     await app.register(chatAuthPlugin, { config })
     app.get('/messages', { preHandler: app.requireChatToken }, async (req) => req.chatAuth.user)
     await app.ready()
