@@ -8,9 +8,8 @@
  * Each round and build: its own redis-server on a free port, a scratch PostgreSQL database,
  * three `chat-auth serve` nodes on them, a company and one user, then `--invalidations`
  * invalidate-token calls in turn on each node, one at a time. Reported: each node's
- * `chat_auth_bus_ack_latency_seconds` (publish → every other node acknowledged, over its
- * last 1024 publishes; the median of the three nodes) and the client-side latency of the
- * invalidate call.
+ * `chat_auth_bus_ack_latency_seconds` (publish → every other node acknowledged; the median
+ * of the three nodes) and the client-side latency of the invalidate call.
  */
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
@@ -35,6 +34,30 @@ const quantile = (values: number[], q: number) => {
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!
 }
 const median = (values: number[]) => quantile(values, 0.5)
+
+/**
+ * A quantile of one node's ack latency, in ms: from the histogram, interpolated within its
+ * bucket as PromQL's histogram_quantile does; from the quantile gauge of builds older than
+ * the histogram, read as is (so that old and new builds compare side by side).
+ */
+function ackQuantileMs(text: string, q: number): number {
+  const gauge = text.match(new RegExp(`chat_auth_bus_ack_latency_seconds\\{quantile="${q}"\\} (\\S+)`))
+  if (gauge) return Number(gauge[1]) * 1000
+  const buckets = [...text.matchAll(/chat_auth_bus_ack_latency_seconds_bucket\{le="([^"]+)"\} (\d+)/g)].map((m) => ({
+    le: m[1] === '+Inf' ? Infinity : Number(m[1]),
+    count: Number(m[2]),
+  }))
+  const total = buckets.at(-1)?.count ?? 0
+  const rank = q * total
+  let lower = 0
+  let below = 0
+  for (const { le, count } of buckets) {
+    if (total > 0 && count >= rank) return (le === Infinity ? lower : lower + ((le - lower) * (rank - below)) / Math.max(1, count - below)) * 1000
+    lower = le
+    below = count
+  }
+  return Number.NaN
+}
 
 async function json(base: string, method: string, path: string, body?: unknown, admin = false): Promise<any> {
   const response = await fetch(base + path, {
@@ -70,8 +93,7 @@ async function measure(cli: string, invalidations: number): Promise<{ ackP50: nu
     const perNode = await Promise.all(
       nodes.map(async (n) => {
         const text: string = await json(n.url, 'GET', '/metrics')
-        const q = (name: string) => Number(text.match(new RegExp(`chat_auth_bus_ack_latency_seconds\\{quantile="${name}"\\} (\\S+)`))?.[1] ?? NaN) * 1000
-        return { p50: q('0.5'), p99: q('0.99') }
+        return { p50: ackQuantileMs(text, 0.5), p99: ackQuantileMs(text, 0.99) }
       }),
     )
     return { ackP50: median(perNode.map((n) => n.p50)), ackP99: median(perNode.map((n) => n.p99)), httpP50: quantile(http, 0.5), httpP99: quantile(http, 0.99) }

@@ -84,7 +84,7 @@ export async function buildApp(config: Config, options: GatewayOptions): Promise
 }
 
 function countRequests(fastify: FastifyInstance, gateway: Gateway): void {
-  const count = gateway.metrics.counter('chat_auth_http_requests_total', 'HTTP requests by route, method and status')
+  const count = gateway.metrics.counter('chat_auth_http_requests_total', 'HTTP requests by route, method and status', ['route', 'method', 'status'])
   // One labels object per series, so the hot path allocates nothing.
   const labelSets = new Map<string, { route: string; method: string; status: number }>()
   fastify.addHook('onResponse', (request, reply, done) => {

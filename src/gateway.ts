@@ -89,7 +89,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const states = createStates(store, bus, config.cacheSize)
     await bus.start()
 
-    const countOutcome = metrics.counter('chat_auth_verifications_total', 'Token verifications by outcome code')
+    const countOutcome = metrics.counter('chat_auth_verifications_total', 'Token verifications by outcome code', ['code'])
     const outcomes = new Map<string, { code: string }>()
     const verifyToken = createTokenVerifier({
       keyring,
@@ -184,15 +184,10 @@ async function createConfiguredBus(config: Config, logger: Logger, metrics: Metr
 
 function registerCacheMetrics(metrics: Metrics, states: States, bus: InvalidationBus): void {
   const caches = Object.entries(states.caches)
-  metrics.collect('chat_auth_cache_hits_total', 'Cache hits by cache', 'counter', () =>
-    caches.map(([cache, c]) => ({ labels: { cache }, value: c.hits })),
-  )
-  metrics.collect('chat_auth_cache_misses_total', 'Cache misses by cache', 'counter', () =>
-    caches.map(([cache, c]) => ({ labels: { cache }, value: c.misses })),
-  )
-  metrics.collect('chat_auth_cache_entries', 'Entries held by cache', 'gauge', () => caches.map(([cache, c]) => ({ labels: { cache }, value: c.size })))
-  metrics.collect('chat_auth_cache_fills_discarded_total', 'Store reads not cached because a change or epoch raced them', 'counter', () =>
-    caches.map(([cache, c]) => ({ labels: { cache }, value: c.discardedFills })),
-  )
+  const byCache = (read: (cache: States['caches'][keyof States['caches']]) => number) => () => caches.map(([cache, c]) => ({ labels: { cache }, value: read(c) }))
+  metrics.collect('chat_auth_cache_hits_total', 'Cache hits by cache', 'counter', byCache((c) => c.hits), ['cache'])
+  metrics.collect('chat_auth_cache_misses_total', 'Cache misses by cache', 'counter', byCache((c) => c.misses), ['cache'])
+  metrics.collect('chat_auth_cache_entries', 'Entries held by cache', 'gauge', byCache((c) => c.size), ['cache'])
+  metrics.collect('chat_auth_cache_fills_discarded_total', 'Store reads not cached because a change or epoch raced them', 'counter', byCache((c) => c.discardedFills), ['cache'])
   metrics.collect('chat_auth_cache_trusted', '1 while the invalidation channel vouches for the caches', 'gauge', () => (bus.health().trusted ? 1 : 0))
 }

@@ -32,9 +32,8 @@ const DEADLINE_MS = 15_000
 const outboxRows = async (db: Db) =>
   (await db.query<{ kind: string; key: string }>('SELECT kind, key FROM change_outbox ORDER BY id')).map((r) => `${r.kind}:${r.key}`)
 
-const metric = (node: TestApp, name: string): number => {
-  const line = node.gateway.metrics
-    .render()
+const metric = async (node: TestApp, name: string): Promise<number> => {
+  const line = (await node.gateway.metrics.render())
     .split('\n')
     .find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{}'))
   return line === undefined ? Number.NaN : Number(line.split(' ').pop())
@@ -150,8 +149,8 @@ t.test(`[${STORE}] one node: a change whose publish failed reaches the cache thr
   await waitFor('the relay to republish the change', async () => (await verify(node, token)).statusCode, { until: (status) => status === 401 })
   t.equal((await verify(node, token)).json().code, 'TOKEN_REVOKED')
   await waitFor('the outbox to drain', () => outboxRows(node.gateway.db), { until: (rows) => rows.length === 0 })
-  t.ok(metric(node, 'chat_auth_outbox_republished_total') >= 1, 'republished rows are counted')
-  t.match(node.gateway.metrics.render(), /chat_auth_outbox_backlog \d+/)
+  t.ok((await metric(node, 'chat_auth_outbox_republished_total')) >= 1, 'republished rows are counted')
+  t.match(await node.gateway.metrics.render(), /chat_auth_outbox_backlog \d+/)
 
   // A writer that died between commit and publish: the store write alone, never announced.
   const dave = await issueToken(node, tenant, 'dave')
@@ -199,7 +198,7 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
     await waitFor('the relay to republish the change', async () => (await verify(reader, token)).statusCode, { until: (status) => status === 401 })
     t.equal((await verify(reader, token)).json().code, 'TOKEN_REVOKED')
     await waitFor('the outbox to drain', () => outboxRows(reader.gateway.db), { until: (rows) => rows.length === 0 })
-    t.ok(metric(reader, 'chat_auth_outbox_republished_total') + metric(writer, 'chat_auth_outbox_republished_total') >= 2)
+    t.ok((await metric(reader, 'chat_auth_outbox_republished_total')) + (await metric(writer, 'chat_auth_outbox_republished_total')) >= 2)
   })
 })
 

@@ -50,7 +50,7 @@ const userChange = (id = 'u1'): Change => ({
   state: { id, companyId: 'c', externalId: 'e', agentId: 'a', tokenVersion: ++revision, active: true, revision },
 })
 
-const until = (what: string, predicate: () => boolean, timeoutMs = 5000) => waitFor(what, predicate, { timeoutMs, everyMs: 5 })
+const until = (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 5000) => waitFor(what, predicate, { timeoutMs, everyMs: 5 })
 
 const subscriberClientId = async (bus: RedisBus): Promise<string | undefined> => {
   const list = (await admin.client('LIST')) as string
@@ -58,8 +58,8 @@ const subscriberClientId = async (bus: RedisBus): Promise<string | undefined> =>
   return line?.match(/\bid=(\d+)/)?.[1]
 }
 
-const outcomes = (m: Metrics) => {
-  const text = m.render()
+const outcomes = async (m: Metrics) => {
+  const text = await m.render()
   const count = (outcome: string) => Number(text.match(new RegExp(`chat_auth_bus_publishes_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0)
   return { acked: count('acked'), leaseExpired: count('lease_expired'), failed: count('failed') }
 }
@@ -104,10 +104,10 @@ t.test('three nodes: publish resolves once every other node has applied the chan
   latencies.sort((x, y) => x - y)
   const q = (p: number) => latencies[Math.ceil(p * latencies.length) - 1]!.toFixed(2)
   t.comment(`publish latency over 200 changes, 3 nodes: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`)
-  const o = outcomes(a.metrics)
+  const o = await outcomes(a.metrics)
   t.equal(o.acked, 200, 'every publish was acknowledged by every registered node')
-  t.match(a.metrics.render(), /chat_auth_bus_ack_latency_seconds\{quantile="0.99"\}/)
-  t.match(a.metrics.render(), /chat_auth_bus_subscribed 1/)
+  t.match(await a.metrics.render(), /chat_auth_bus_ack_latency_seconds_bucket\{le="0.005"\} \d+/, 'the ack latency is a histogram')
+  t.match(await a.metrics.render(), /chat_auth_bus_subscribed 1/)
 
   // agents and API keys travel too
   await b.bus.publish({ kind: 'agent', state: { id: 'ag', companyId: 'c', name: 'n', active: false, revision: 1 } })
@@ -119,7 +119,7 @@ t.test('three nodes: publish resolves once every other node has applied the chan
   await c.bus.close()
   t.equal(c.bus.trusted(), false)
   await a.bus.publish(userChange())
-  t.equal(outcomes(a.metrics).acked, 201, 'a closed node leaves the registry')
+  t.equal((await outcomes(a.metrics)).acked, 201, 'a closed node leaves the registry')
   await b.bus.close()
   await a.bus.close()
 })
@@ -136,9 +136,9 @@ t.test('CLIENT KILL of the subscriber: new epoch, no trust until re-subscribed a
   await until('trust to come back', () => b.bus.trusted())
   t.ok(b.epochs >= epochsBefore + 2, 'flushed on the loss and again on the confirmed re-subscribe')
   // and it is fully back: a publish is acknowledged again
-  const o = outcomes(a.metrics)
+  const o = await outcomes(a.metrics)
   await a.bus.publish(userChange())
-  t.equal(outcomes(a.metrics).acked, o.acked + 1)
+  t.equal((await outcomes(a.metrics)).acked, o.acked + 1)
   await Promise.all([a.bus.close(), b.bus.close()])
 })
 
@@ -158,7 +158,7 @@ t.test('a half-open subscriber: the writer waits out its lease, and by then it t
   const took = performance.now() - started
   t.equal(b.bus.trusted(), false, 'when publish resolves, the cut-off node no longer trusts its cache')
   t.notOk(b.changes.includes(change), 'and it never saw the change')
-  t.equal(outcomes(a.metrics).leaseExpired, 1)
+  t.equal((await outcomes(a.metrics)).leaseExpired, 1)
   t.comment(`publish with one node cut off took ${took.toFixed(1)} ms (lease ${LEASE_MS} ms)`)
 
   await until('the cut-off node to give up on its connection and come back', () => b.epochs > epochsBefore + 1 && b.bus.trusted())
@@ -178,7 +178,7 @@ t.test('Redis unreachable: publish rejects (503), start does not hang, trust nev
   const change = userChange()
   await t.rejects(a.bus.publish(change), StoreUnavailableError)
   t.ok(applied.includes(change), 'applied locally all the same: it is committed')
-  t.equal(outcomes(a.metrics).failed, 1)
+  t.equal((await outcomes(a.metrics)).failed, 1)
 
   await proxy.accept()
   await until('recovery once Redis is reachable', () => a.bus.trusted())
@@ -245,8 +245,8 @@ t.test('a message that fails authentication changes nothing, is counted, and is 
   const forged = createMessageCodec(prefix, OTHER_KEYS).change({ id: 'evil.1', from: b.bus.nodeId, row: { kind: 'user', id: 'u1', revision: 1e12 } })
   await admin.publish(`${prefix}:changes`, forged)
   await admin.publish(`${prefix}:changes`, '{"t":"c","c":{"kind":"user"}}')
-  await until('both to be rejected', () => /chat_auth_bus_rejected_messages_total\{kind="change",reason="malformed"\} 1/.test(a.metrics.render()))
-  t.match(a.metrics.render(), /chat_auth_bus_rejected_messages_total\{kind="change",reason="unknown_key"\} 1/)
+  await until('both to be rejected', async () => /chat_auth_bus_rejected_messages_total\{kind="change",reason="malformed"\} 1/.test(await a.metrics.render()))
+  t.match(await a.metrics.render(), /chat_auth_bus_rejected_messages_total\{kind="change",reason="unknown_key"\} 1/)
   t.equal(a.changes.length, changesBefore, 'nothing was applied')
   t.equal(a.epochs, epochsBefore + 2, 'the caches were flushed: a message we cannot read may be a change of a node whose keys we lack')
   t.ok(a.bus.trusted(), 'the channel itself is fine')
@@ -283,9 +283,9 @@ t.test('forged acknowledgements never make a writer skip a node that did not app
   await forging
   t.equal(b.bus.trusted(), false, 'when publish resolves, the node that never saw the change no longer trusts its cache')
   t.notOk(b.changes.some((c) => 'id' in c && c.id === 'forged-ack'))
-  const o = outcomes(a.metrics)
+  const o = await outcomes(a.metrics)
   t.equal(o.acked, 0, 'no forged ack counted as an acknowledgement')
-  t.match(a.metrics.render(), /chat_auth_bus_rejected_messages_total\{kind="ack",reason="(malformed|unknown_key|bad_mac)"\} [1-9]/)
+  t.match(await a.metrics.render(), /chat_auth_bus_rejected_messages_total\{kind="ack",reason="(malformed|unknown_key|bad_mac)"\} [1-9]/)
   await Promise.all([a.bus.close(), b.bus.close()])
 })
 
@@ -293,15 +293,15 @@ t.test('a node removed from the registry on Redis (ZREM) is still waited for', a
   const [a, b] = [node(), node()]
   await Promise.all([a.bus.start(), b.bus.start()])
   await a.bus.publish(userChange())
-  t.equal(outcomes(a.metrics).acked, 1)
+  t.equal((await outcomes(a.metrics)).acked, 1)
   await admin.zrem(`${prefix}:nodes`, b.bus.nodeId)
   const started = performance.now()
   await a.bus.publish(userChange())
   const took = performance.now() - started
-  t.equal(outcomes(a.metrics).acked, 1, 'not resolved on acks alone: Redis counted a receiver outside the registry')
-  t.match(a.metrics.render(), /chat_auth_bus_publishes_total\{outcome="unknown_receivers"\} 1/)
+  t.equal((await outcomes(a.metrics)).acked, 1, 'not resolved on acks alone: Redis counted a receiver outside the registry')
+  t.match(await a.metrics.render(), /chat_auth_bus_publishes_total\{outcome="unknown_receivers"\} 1/)
   t.ok(took >= LEASE_MS, `so it waited out the lease (${took.toFixed(0)} ms)`)
-  await until('b to notice its entry was removed', () => /chat_auth_bus_errors_total\{operation="registration_lost"\} 1/.test(b.metrics.render()))
+  await until('b to notice its entry was removed', async () => /chat_auth_bus_errors_total\{operation="registration_lost"\} 1/.test(await b.metrics.render()))
   t.pass('and b counts (and logs) the removal when it renews its entry')
   await Promise.all([a.bus.close(), b.bus.close()])
 })
@@ -311,7 +311,7 @@ t.test('a node whose keys differ (a deployment mid-way through a bad rotation) i
   await Promise.all([a.bus.start(), c.bus.start()])
   const epochsBefore = c.epochs
   await a.bus.publish(userChange('rotation'))
-  t.equal(outcomes(a.metrics).leaseExpired, 1, 'c could not acknowledge: the writer waited out its lease')
+  t.equal((await outcomes(a.metrics)).leaseExpired, 1, 'c could not acknowledge: the writer waited out its lease')
   t.ok(c.epochs > epochsBefore, 'and c, unable to read the change, flushed its caches')
   t.notOk(c.changes.some((ch) => 'id' in ch && ch.id === 'rotation'))
   await Promise.all([a.bus.close(), c.bus.close()])

@@ -21,7 +21,6 @@ export interface BusState {
   epoch(): number
 }
 
-const RECENT_LATENCIES = 1024
 /** at most one log line per this long for each kind of repeated failure */
 const LOG_EVERY_MS = 5000
 
@@ -37,30 +36,29 @@ export function throttledLog(log: Logger, now: () => number): (what: string, fie
 }
 
 export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpochFlush: boolean): BusMetrics {
-  const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason')
-  const reconnect = metrics.counter('chat_auth_bus_reconnects_total', 'Subscriber connections lost (a new one follows), by reason')
-  const message = metrics.counter('chat_auth_bus_messages_total', 'Authenticated messages received, by kind (change, ack, replayed)')
+  const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason', ['reason'])
+  const reconnect = metrics.counter('chat_auth_bus_reconnects_total', 'Subscriber connections lost (a new one follows), by reason', ['reason'])
+  const message = metrics.counter('chat_auth_bus_messages_total', 'Authenticated messages received, by kind (change, ack, replayed)', ['kind'])
   const rejected = metrics.counter(
     'chat_auth_bus_rejected_messages_total',
     'Messages refused (changed nothing, not acknowledged), by kind and reason: malformed, unknown_key (no key of ours), bad_mac (forged or tampered)',
+    ['kind', 'reason'],
   )
-  const error = metrics.counter('chat_auth_bus_errors_total', 'Failures on the bus, by operation (register, registration_lost, ack_publish, publish_retry, connection, handler)')
+  const error = metrics.counter('chat_auth_bus_errors_total', 'Failures on the bus, by operation (register, registration_lost, ack_publish, publish_retry, connection, handler)', ['operation'])
   const published = metrics.counter(
     'chat_auth_bus_publishes_total',
     'Changes published, by outcome: acked (every registered node acknowledged), lease_expired (waited out the lease of a node that did not), unknown_receivers (a subscriber outside the registry: waited out the lease), failed (Redis could not confirm: the write answered 503)',
+    ['outcome'],
   )
   for (const reason of ['malformed', 'unknown_key', 'bad_mac'] satisfies Rejection[]) rejected({ kind: 'change', reason }, 0)
-  const latencies: number[] = []
-  let cursor = 0
   metrics.collect('chat_auth_bus_subscribed', '1 while the subscription to the invalidation channel is confirmed', 'gauge', () => (state.subscribed() ? 1 : 0))
   metrics.collect('chat_auth_bus_registered', '1 while this node is certainly in the node registry', 'gauge', () => (state.registered() ? 1 : 0))
   metrics.collect('chat_auth_bus_trusted', '1 while the channel is proven alive (lease held) and caches may be served', 'gauge', () => (state.trusted() ? 1 : 0))
   metrics.collect('chat_auth_bus_epoch', 'Current cache epoch of this node', 'gauge', () => state.epoch())
-  metrics.collect(
+  // A histogram, not per-node quantiles: buckets add up across nodes.
+  const ackLatency = metrics.histogram(
     'chat_auth_bus_ack_latency_seconds',
-    'Time from publish to every registered node acknowledging (or the lease running out), over the last 1024 publishes',
-    'gauge',
-    () => quantiles(latencies).map(([quantile, value]) => ({ labels: { quantile }, value })),
+    'Time from publish to every registered node acknowledging (or the lease running out)',
   )
   if (unsafeNoEpochFlush) {
     metrics.collect('chat_auth_bus_unsafe_no_epoch_flush', '1: this node runs with a coherence defence disabled (chaos tests only)', 'gauge', () => 1)
@@ -73,21 +71,7 @@ export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpoc
     error: (operation) => error({ operation }),
     published(outcome, latencyMs) {
       published({ outcome })
-      if (outcome === 'failed') return
-      latencies[cursor] = latencyMs / 1000
-      cursor = (cursor + 1) % RECENT_LATENCIES
+      if (outcome !== 'failed') ackLatency(latencyMs / 1000)
     },
   }
-}
-
-function quantiles(values: number[]): Array<[string, number]> {
-  if (values.length === 0) return []
-  const sorted = [...values].sort((a, b) => a - b)
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
-  return [
-    ['0.5', at(0.5)],
-    ['0.9', at(0.9)],
-    ['0.99', at(0.99)],
-    ['1', sorted[sorted.length - 1]!],
-  ]
 }

@@ -57,8 +57,6 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   const countRepublished = metrics.counter('chat_auth_outbox_republished_total', 'Outbox rows whose change the relay republished (the writer had not confirmed it)')
   const countFailures = metrics.counter('chat_auth_outbox_relay_failures_total', 'Outbox relay rounds that failed (database or bus unavailable)')
-  countRepublished({}, 0)
-  countFailures({}, 0)
 
   let lastBacklog: number | undefined
   let timer: NodeJS.Timeout | undefined
@@ -115,7 +113,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           else await bus.publish(change)
           await store.deleteOutbox(group.ids)
           republished += group.ids.length
-          countRepublished({}, group.ids.length)
+          countRepublished(undefined, group.ids.length)
         } catch (error) {
           failure ??= error
         }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { setTimeout as delay } from 'node:timers/promises'
 import type { InvalidationBus } from '../bus/bus.js'
 import type { Keyring } from '../jwt/keyring.js'
-import type { Metrics } from '../metrics.js'
+import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.js'
 import type { Store } from '../store/store.js'
 
 const READINESS_TIMEOUT_MS = 2000
@@ -38,7 +38,7 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
   })
 
   fastify.get('/metrics', async (_request, reply) =>
-    reply.type('text/plain; version=0.0.4; charset=utf-8').send(metrics.render()),
+    reply.type(METRICS_CONTENT_TYPE).send(await metrics.render()),
   )
 
   fastify.get('/.well-known/jwks.json', async (_request, reply) =>
