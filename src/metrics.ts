@@ -73,12 +73,10 @@ export class Metrics {
       const value = read()
       return typeof value === 'number' ? [{ labels: {} as LabelValues<L>, value }] : value
     }
+    const config = { name, help, labelNames, registers: [this.registry] }
     if (type === 'gauge') {
       new Gauge<L>({
-        name,
-        help,
-        labelNames,
-        registers: [this.registry],
+        ...config,
         collect() {
           this.reset()
           for (const { labels, value } of samples()) this.set(labels, value)
@@ -86,12 +84,9 @@ export class Metrics {
       })
     } else {
       new Counter<L>({
-        name,
-        help,
-        labelNames,
-        registers: [this.registry],
+        ...config,
         collect() {
-          // A counter kept elsewhere: its current total, set as one increment from zero.
+          // A count kept elsewhere: its current total, as one increment from zero.
           this.reset()
           for (const { labels, value } of samples()) this.inc(labels, value)
         },
