@@ -68,7 +68,8 @@ const RELAY_STOP_WAIT_MS = 2000
 
 export async function createGateway(config: Config, options: GatewayOptions): Promise<Gateway> {
   const { logger } = options
-  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl) : await createPgliteDb(config.dataDir))
+  let poolError: (error: Error) => void = () => {}
+  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl, { onPoolError: (error) => poolError(error) }) : await createPgliteDb(config.dataDir))
   const cleanup: Array<() => Promise<void>> = []
   try {
     // Several nodes on one database without a shared bus would serve stale caches: refused.
@@ -78,6 +79,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     if (applied.length) logger.info({ applied }, 'migrations applied')
     const store = createStore(db)
     const metrics = new Metrics()
+    poolError = poolErrorReporter(metrics, logger)
 
     const jwtKeys = config.jwt.keys.length ? config.jwt.keys : await generatedKeys(store)
     const keyring = createKeyring(config.jwt, jwtKeys)
@@ -149,6 +151,18 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     for (const step of cleanup) await step().catch(() => {})
     if (!options.db) await db.close().catch(() => {})
     throw error
+  }
+}
+
+/** An idle PostgreSQL connection lost: counted, and logged at most once per 5 s. */
+function poolErrorReporter(metrics: Metrics, logger: Logger): (error: Error) => void {
+  const count = metrics.counter('chat_auth_store_pool_errors_total', 'Idle PostgreSQL connections lost (the next query opens a new one)')
+  let lastLogged = Number.NEGATIVE_INFINITY
+  return (error) => {
+    count()
+    if (Date.now() - lastLogged < 5000) return
+    lastLogged = Date.now()
+    logger.warn({ err: error.message }, 'an idle PostgreSQL connection was lost')
   }
 }
 

@@ -34,7 +34,7 @@ function classify(error: unknown): unknown {
   return unavailable ? new StoreUnavailableError(`database unavailable: ${message}`, { cause: error }) : error
 }
 
-export function createPostgresDb(connectionString: string, options: { max?: number; statementTimeoutMs?: number } = {}): Db {
+export function createPostgresDb(connectionString: string, options: { max?: number; statementTimeoutMs?: number; onPoolError?: (error: Error) => void } = {}): Db {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
@@ -44,8 +44,9 @@ export function createPostgresDb(connectionString: string, options: { max?: numb
     idleTimeoutMillis: 30_000,
     keepAlive: true,
   })
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => {})
+  // An idle client losing its connection must not crash the process; the next query
+  // reconnects. It is still reported (the gateway logs and counts it).
+  pool.on('error', (error) => options.onPoolError?.(error))
 
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<Row[]> => {
     try {
