@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { adminCall } from '../src/admin-calls.js'
-import { ADMIN_TOKEN, storeEnv } from './support/helpers.js'
+import { ADMIN_TOKEN, storeEnv, storeIndependentTest } from './support/helpers.js'
 import { freePort } from './support/ports.js'
 import { CLI, startGatewayProcess } from './support/processes.js'
 
 const run = promisify(execFile)
 
-t.test('every admin subcommand maps to its SPEC §4 call', async (t) => {
+storeIndependentTest('every admin subcommand maps to its SPEC §4 call', async (t) => {
   t.same(adminCall('companies', 'create', undefined, { name: 'A' }), { method: 'POST', path: '/admin/v1/companies', body: { name: 'A' } })
   t.same(adminCall('companies', 'update', 'c1', { 'default-agent-id': 'a1' }), { method: 'PATCH', path: '/admin/v1/companies/c1', body: { defaultAgentId: 'a1' } })
   t.same(adminCall('agents', 'create', 'c1', { name: 'Bot', inactive: true }), { method: 'POST', path: '/admin/v1/companies/c1/agents', body: { name: 'Bot', active: false } })
@@ -50,7 +50,7 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   t.match(failed.stderr, /Invalid admin token/)
 })
 
-t.test('the CLI as a newcomer meets it', async (t) => {
+storeIndependentTest('the CLI as a newcomer meets it', async (t) => {
   const env = { PATH: process.env.PATH ?? '', ADMIN_TOKEN }
   const cli = (args: string[], extra: Record<string, string> = {}) =>
     run(process.execPath, [CLI, ...args], { env: { ...env, ...extra } }).then(

@@ -3,6 +3,7 @@ import t from 'tap'
 import { createPgliteDb, createPostgresDb } from '../src/store/db.js'
 import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js'
 import { freshPostgresDatabase } from './support/helpers.js'
+import { migratedPglite } from './support/pglite-template.js'
 
 const files = readdirSync(MIGRATIONS_DIR).filter((name) => /^\d+_.+\.sql$/.test(name)).sort()
 
@@ -29,9 +30,8 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
 })
 
 t.test('token_version never decreases, whatever writes the row', async (t) => {
-  const db = await createPgliteDb('memory://')
+  const db = await migratedPglite()
   t.teardown(() => db.close())
-  await migrate(db)
   await db.query(`INSERT INTO company (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'c')`)
   await db.query(`INSERT INTO agent (id, company_id, name) VALUES ('00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001', 'a')`)
   await db.query(

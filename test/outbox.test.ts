@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Change, InvalidationBus } from '../src/bus/bus.js'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
 import { StoreUnavailableError } from '../src/errors.js'
-import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
+import { createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate } from '../src/store/migrate.js'
 import { createStore } from '../src/store/store.js'
 import {
@@ -13,9 +13,11 @@ import {
   sharedDb,
   startApp,
   STORE,
+  storeIndependentTest,
   verify,
   type TestApp,
 } from './support/helpers.js'
+import { migratedPglite } from './support/pglite-template.js'
 import { waitFor } from './support/poll.js'
 import { startRedis, type RedisServer } from './support/services.js'
 import { startTcpProxy } from './support/tcp-proxy.js'
@@ -161,7 +163,7 @@ t.test(`[${STORE}] one node: a change whose publish failed reaches the cache thr
   t.equal((await verify(node, dave.token)).json().code, 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE')
 })
 
-t.test('two nodes over PostgreSQL and Redis: changes a writer never published reach the other node', async (t) => {
+storeIndependentTest('two nodes over PostgreSQL and Redis: changes a writer never published reach the other node', async (t) => {
   const redis: RedisServer = await startRedis()
   t.teardown(() => redis.stop())
   const proxy = await startTcpProxy(redis.port)
@@ -204,7 +206,7 @@ t.test('two nodes over PostgreSQL and Redis: changes a writer never published re
 
 t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
   if (STORE === 'pglite') {
-    const db = await createPgliteDb('memory://')
+    const db = await migratedPglite()
     const node = await startApp(t, {}, { db, outboxRelay: { intervalMs: 50, maxBackoffMs: 200 } })
     const tenant = await createTenant(node)
     const { user } = await issueToken(node, tenant, 'gina')

@@ -82,12 +82,18 @@ export function createPostgresDb(connectionString: string, options: { max?: numb
   }
 }
 
+export interface PgliteDb extends Db {
+  /** The whole data directory as an uncompressed tarball, for `loadDataDir`. */
+  dumpDataDir(): Promise<Blob>
+}
+
 /**
  * PGlite: the same PostgreSQL, compiled to WASM, in `dataDir` (or in memory for
  * `memory://`). One connection serves everything; PGlite queues concurrent queries.
  * A folder belongs to one process at a time (see data-dir-lock.ts): a second one is refused.
+ * `loadDataDir` starts it from a dump of another data directory instead of an empty one.
  */
-export async function createPgliteDb(dataDir: string): Promise<Db> {
+export async function createPgliteDb(dataDir: string, options: { loadDataDir?: Blob } = {}): Promise<PgliteDb> {
   const { PGlite } = await import('@electric-sql/pglite')
   let lock: DataDirLock | undefined
   if (!dataDir.startsWith('memory://')) {
@@ -96,7 +102,7 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
   }
   let lite
   try {
-    lite = await PGlite.create(dataDir)
+    lite = await PGlite.create(dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
   } catch (error) {
     await lock?.release()
     throw error
@@ -121,6 +127,7 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
           await lite.exec(sql)
         },
       }),
+    dumpDataDir: () => lite.dumpDataDir('none'),
     async close() {
       if (closed) return
       closed = true

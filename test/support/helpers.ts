@@ -1,30 +1,51 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import tap, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
 import { createKeyring } from '../../src/jwt/keyring.js'
-import { createPgliteDb, createPostgresDb, type Db } from '../../src/store/db.js'
+import { createPostgresDb, type Db } from '../../src/store/db.js'
 import { ADMIN_TOKEN, JWT_SECRET } from './constants.js'
 import { freshPostgresDatabase, type Teardown } from './databases.js'
+import { emptyPglite } from './pglite-template.js'
 
 export { ADMIN_TOKEN, JWT_SECRET, freshPostgresDatabase, type Teardown }
 
 /** Which back end this run of the suite uses: `npm test` runs it once for each. */
 export const STORE: 'pglite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'pglite'
 
-/** The environment of a node on this run's back end: a new, empty store. */
+/**
+ * `t.test` for a test that does not use this pass's store: it runs once, in the PostgreSQL
+ * pass of `npm test`. (Files of nothing but such tests are left out of the PGlite pass in
+ * package.json's test:pglite.)
+ */
+export function storeIndependentTest(name: string, fn: (t: Test) => Promise<void>): void {
+  if (STORE === 'postgres') void tap.test(name, fn)
+}
+
+/** The environment of a node process on this run's back end: a new, empty store. */
 export async function storeEnv(t: Teardown): Promise<Record<string, string>> {
   return STORE === 'postgres' ? { DATABASE_URL: await freshPostgresDatabase(t) } : { DATA_DIR: 'memory://' }
 }
 
-/** One store that several nodes of a test file share (each PGlite start costs seconds). */
-export async function sharedDb(t: Teardown): Promise<Db> {
-  const db = STORE === 'postgres' ? createPostgresDb(await freshPostgresDatabase(t)) : await createPgliteDb('memory://')
+/**
+ * A new, migrated store on this run's back end for one test (PGlite: an emptied one, see
+ * pglite-template.ts), and the env that names it; released when the test ends.
+ */
+async function freshDb(t: Teardown): Promise<{ db: Db; env: Record<string, string> }> {
+  if (STORE === 'pglite') return { db: await emptyPglite(t), env: { DATA_DIR: 'memory://' } }
+  const url = await freshPostgresDatabase(t)
+  const db = createPostgresDb(url)
   t.teardown(() => db.close())
-  return db
+  return { db, env: { DATABASE_URL: url } }
+}
+
+/** One store that several nodes of a test share. */
+export async function sharedDb(t: Teardown): Promise<Db> {
+  return (await freshDb(t)).db
 }
 
 export interface TestApp {
@@ -40,11 +61,12 @@ export interface TestApp {
 
 /** A node on a fresh store (unless `env` names one), closed when the test ends. */
 export async function startApp(t: Teardown, env: Record<string, string> = {}, options: Partial<Omit<GatewayOptions, 'logger'>> = {}): Promise<TestApp> {
-  const base = env.DATABASE_URL || env.DATA_DIR || options.db ? {} : await storeEnv(t)
-  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...base, ...env })
+  // a store of its own, unless the test names one
+  const own = env.DATABASE_URL || env.DATA_DIR || options.db ? undefined : await freshDb(t)
+  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...own?.env, ...env })
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
-  const { app, gateway } = await buildApp(config, { ...options, logger })
+  const { app, gateway } = await buildApp(config, { ...options, ...(own ? { db: own.db } : {}), logger })
   t.teardown(() => app.close())
   return {
     app,
