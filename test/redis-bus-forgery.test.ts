@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify, type TestApp } from './support/helpers.js'
+import { sleep, waitFor } from './support/poll.js'
 
 /**
  * An attacker with access to the deployment's Redis (but not its keys) publishes on the
@@ -15,13 +15,7 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const prefix = `chat-auth-forgery-${randomBytes(4).toString('hex')}`
 const channel = `${prefix}:changes`
 
-const until = async (what: string, predicate: () => boolean, timeoutMs = 5000) => {
-  const end = performance.now() + timeoutMs
-  while (!predicate()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
+const until = (what: string, predicate: () => boolean, timeoutMs = 5000) => waitFor(what, predicate, { timeoutMs, everyMs: 5 })
 
 const rejectedCount = async (node: TestApp): Promise<number> => {
   const text = (await node.inject({ method: 'GET', url: '/metrics' })).body
@@ -90,7 +84,7 @@ t.test('forged, tampered and replayed messages never bring a revoked token back'
     const marker = seen.length
     await attacker.publish(channel, JSON.stringify({ t: 'pad' }))
     await until('the attack to reach the subscribers', () => seen.length > marker)
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     for (const [i, node] of nodes.entries()) {
       t.equal((await verify(node, v0)).json().code, 'TOKEN_REVOKED', `${what}: node ${i} still refuses the revoked token`)
     }
