@@ -1,0 +1,67 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, normalize, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+/**
+ * The import rules of ARCHITECTURE.md ("What may never import what"), checked on the
+ * sources as text: a change that breaks one fails here, naming the file and the import.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((name) => /\.(ts|mjs)$/.test(name) && !name.endsWith('.d.ts'))
+    .map((name) => join(dir, name))
+}
+
+/** Each import of `file`: project files as paths from the root (src/x.ts), packages by name. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8')
+  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm)].map((m) => {
+    const spec = (m[1] ?? m[2])!
+    return spec.startsWith('.') ? relative(ROOT, normalize(join(ROOT, dirname(file), spec))).replace(/\.js$/, '.ts') : spec
+  })
+}
+
+const src = sources('src')
+const inside = (file: string, ...prefixes: string[]) => prefixes.some((p) => file === p || file.startsWith(p.endsWith('/') ? p : p + '/'))
+
+function rule(name: string, files: string[], broken: (target: string, file: string) => boolean) {
+  t.test(name, async (t) => {
+    const found = files.flatMap((file) => importsOf(file).filter((target) => broken(target, file)).map((target) => `${file} imports ${target}`))
+    t.same(found, [])
+  })
+}
+
+t.test('the scan sees the imports', async (t) => {
+  t.ok(src.length > 20, 'src/ has its files')
+  t.ok(importsOf('src/app.ts').includes('src/gateway.ts'), 'relative imports resolve to root paths')
+  t.ok(importsOf('src/app.ts').includes('fastify'), 'packages keep their names')
+})
+
+rule('domain.ts and errors.ts import nothing of the project', ['src/domain.ts', 'src/errors.ts'], (target) => target.startsWith('src/'))
+rule('store/ imports only store/, domain.ts and errors.ts of the project', src.filter((f) => inside(f, 'src/store')), (target) =>
+  target.startsWith('src/') && !inside(target, 'src/store', 'src/domain.ts', 'src/errors.ts'),
+)
+rule('only store/db.ts imports the PostgreSQL drivers', src.filter((f) => f !== 'src/store/db.ts'), (target) => target === 'pg' || target.startsWith('@electric-sql/pglite'))
+rule('only bus/ imports ioredis', src.filter((f) => !inside(f, 'src/bus')), (target) => target === 'ioredis')
+rule(
+  'the checks, caches, bus, changes and store know no HTTP',
+  src.filter((f) => inside(f, 'src/auth', 'src/cache', 'src/bus', 'src/store', 'src/changes.ts', 'src/domain.ts')),
+  (target) => target.startsWith('fastify') || target.startsWith('@fastify/') || inside(target, 'src/routes', 'src/http', 'src/app.ts'),
+)
+rule('nothing below app.ts imports gateway.ts', src.filter((f) => !['src/app.ts', 'src/server.ts', 'src/index.ts', 'src/gateway.ts'].includes(f)), (target) => target === 'src/gateway.ts')
+rule('the test toolkit imports no test, no chaos code and no bench code', sources('test/support'), (target) =>
+  /\.test\.ts$/.test(target) || inside(target, 'test/chaos', 'bench'),
+)
+rule('tests import no chaos code and no bench code', sources('test').filter((f) => !inside(f, 'test/chaos')), (target) => inside(target, 'test/chaos', 'bench'))
+
+t.test('routes never call the publishing writes of the store: they go through changes', async (t) => {
+  const writes = /\bstore\.(incrementTokenVersion|setUserActive|setUserAgent|updateAgent|revokeApiKey)\(/
+  t.same(src.filter((f) => inside(f, 'src/routes') && writes.test(readFileSync(join(ROOT, f), 'utf8'))), [])
+})
+
+t.test('only config.ts reads process.env', async (t) => {
+  t.same(src.filter((f) => f !== 'src/config.ts' && /process\.env\b/.test(readFileSync(join(ROOT, f), 'utf8'))), [])
+})
