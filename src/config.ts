@@ -1,4 +1,6 @@
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 
 /**
@@ -25,6 +27,25 @@ export interface Config {
   seedDemo: boolean
   /** channel and key prefix on Redis; the nodes of one deployment share it */
   redisPrefix: string
+  /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
+  limits: LimitsConfig
+}
+
+export interface LimitsConfig {
+  /** the longest a client may take to send one whole request (headers and body) */
+  requestTimeoutMs: number
+  /** the longest it may take to send the headers; at most requestTimeoutMs */
+  headersTimeoutMs: number
+  /** how long an idle keep-alive connection stays open between requests */
+  keepAliveTimeoutMs: number
+  /** open connections per node; more are closed on arrival (0: unlimited) */
+  maxConnections: number
+  /** requests on one connection before it is closed (0: unlimited) */
+  maxRequestsPerSocket: number
+  /** failed credentials per minute per client address and per keyId (0: no limit) */
+  authFailureLimit: number
+  /** proxies whose X-Forwarded-For names the client: addresses, CIDRs, loopback/linklocal/uniquelocal */
+  trustProxy: string[]
 }
 
 export type JwtAlgorithm = 'HS256' | 'ES256' | 'EdDSA' | 'RS256'
@@ -90,6 +111,13 @@ export const CONFIG_VARIABLES = [
   'CACHE_LEASE_MS',
   'SEED_DEMO',
   'REDIS_PREFIX',
+  'REQUEST_TIMEOUT',
+  'HEADERS_TIMEOUT',
+  'KEEP_ALIVE_TIMEOUT',
+  'MAX_CONNECTIONS',
+  'MAX_REQUESTS_PER_SOCKET',
+  'AUTH_FAILURE_LIMIT',
+  'TRUST_PROXY',
 ] as const
 
 export function loadConfig(env: Env = process.env): Config {
@@ -111,13 +139,14 @@ export function loadConfig(env: Env = process.env): Config {
       audience: read('JWT_AUDIENCE'),
       clockToleranceSeconds: integer('JWT_CLOCK_TOLERANCE', read('JWT_CLOCK_TOLERANCE'), 0, 0, 3600),
     },
-    tokenMaxTtlSeconds: duration('TOKEN_MAX_TTL', read('TOKEN_MAX_TTL') ?? '30d'),
+    tokenMaxTtlSeconds: tokenMaxTtl(read('TOKEN_MAX_TTL') ?? '30d'),
     logLevel: oneOf('LOG_LEVEL', read('LOG_LEVEL') ?? 'info', LOG_LEVELS),
     bodyLimitBytes: integer('BODY_LIMIT', read('BODY_LIMIT'), 16 * 1024, 1024, 1024 * 1024),
     cacheSize: integer('CACHE_SIZE', read('CACHE_SIZE'), 1_000_000, 100, 50_000_000),
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
     redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
+    limits: limits(read),
   }
   if (config.redisUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('REDIS_URL', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
@@ -139,6 +168,53 @@ function duration(name: string, text: string): number {
   const seconds = parseDuration(text)
   if (seconds === undefined) throw new ConfigError(name, `expected <positive integer><m|h|d> such as 30d, got "${text}"`)
   return seconds
+}
+
+/**
+ * Expiry dates must stay representable: JavaScript dates end in the year 275760, so a
+ * lifetime of millions of days would make an expiry that cannot be written down.
+ */
+const MAX_TOKEN_TTL_SECONDS = 36_500 * 86400
+
+function tokenMaxTtl(text: string): number {
+  const seconds = duration('TOKEN_MAX_TTL', text)
+  if (seconds > MAX_TOKEN_TTL_SECONDS) throw new ConfigError('TOKEN_MAX_TTL', `at most 36500d (100 years), got "${text}"`)
+  return seconds
+}
+
+/** SPEC §7.3: slow clients and guessed credentials. Seconds in the environment, ms inside. */
+function limits(read: (name: (typeof CONFIG_VARIABLES)[number]) => string | undefined): LimitsConfig {
+  const requestTimeout = integer('REQUEST_TIMEOUT', read('REQUEST_TIMEOUT'), 10, 1, 3600)
+  const headersTimeout = integer('HEADERS_TIMEOUT', read('HEADERS_TIMEOUT'), Math.min(10, requestTimeout), 1, 3600)
+  // Node's rule: a request that may not take longer than N cannot take longer for its headers.
+  if (headersTimeout > requestTimeout) throw new ConfigError('HEADERS_TIMEOUT', `must not exceed REQUEST_TIMEOUT (${requestTimeout}), got ${headersTimeout}`)
+  return {
+    requestTimeoutMs: requestTimeout * 1000,
+    headersTimeoutMs: headersTimeout * 1000,
+    keepAliveTimeoutMs: integer('KEEP_ALIVE_TIMEOUT', read('KEEP_ALIVE_TIMEOUT'), 72, 1, 3600) * 1000,
+    maxConnections: integer('MAX_CONNECTIONS', read('MAX_CONNECTIONS'), 10_000, 0, 10_000_000),
+    maxRequestsPerSocket: integer('MAX_REQUESTS_PER_SOCKET', read('MAX_REQUESTS_PER_SOCKET'), 0, 0, 10_000_000),
+    authFailureLimit: integer('AUTH_FAILURE_LIMIT', read('AUTH_FAILURE_LIMIT'), 20, 0, 1_000_000),
+    trustProxy: trustProxy(read('TRUST_PROXY')),
+  }
+}
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+
+/** A comma-separated list of proxy addresses, CIDR ranges or the names above. */
+function trustProxy(text: string | undefined): string[] {
+  if (text === undefined) return []
+  const entries = text.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  for (const entry of entries) {
+    const [address, prefix, ...rest] = entry.split('/')
+    const version = isIP(address!)
+    const prefixOk = prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32))
+    if (PROXY_NAMES.includes(entry)) continue
+    if (version === 0 || !prefixOk || rest.length > 0) {
+      throw new ConfigError('TRUST_PROXY', `expected addresses, CIDR ranges or ${PROXY_NAMES.join('/')}, comma-separated; got "${entry}"`)
+    }
+  }
+  return entries
 }
 
 function integer(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
@@ -224,6 +300,10 @@ function jwtKeys(read: (name: (typeof CONFIG_VARIABLES)[number]) => string | und
     if (keys[0]!.publicKey !== undefined) throw new ConfigError(name, 'the first key signs, so it needs a secret or a privateKey')
     return keys
   }
+  // Only HS256 keys are ever generated: another algorithm without its key is a mistake, not a default.
+  if (read('JWT_ALGORITHM') !== undefined && algorithm !== 'HS256') {
+    throw new ConfigError('JWT_ALGORITHM', `${algorithm} needs its private key in JWT_PRIVATE_KEY, JWT_PRIVATE_KEY_FILE or JWT_KEYS; without a key only HS256 is generated`)
+  }
   return []
 }
 
@@ -254,7 +334,37 @@ function checkKey(where: string, key: JwtKeyConfig, variable = where): JwtKeyCon
   if (key.secret !== undefined && Buffer.byteLength(key.secret) < MIN_SECRET_BYTES) {
     throw new ConfigError(variable, `${where === variable ? 'the secret' : where + '.secret'} must be at least ${MIN_SECRET_BYTES} bytes`)
   }
+  // A PEM key that is unreadable or of another algorithm stops the boot here, before any store is touched.
+  if (key.alg !== 'HS256') asymmetricKey(key, variable, where === variable ? 'the key' : where)
   return key
+}
+
+const KEY_TYPES: Record<Exclude<JwtAlgorithm, 'HS256'>, { type: string; curve?: string }> = {
+  ES256: { type: 'ec', curve: 'prime256v1' },
+  EdDSA: { type: 'ed25519' },
+  RS256: { type: 'rsa' },
+}
+
+/** The key objects of an asymmetric key, checked to be readable and of its algorithm's type. */
+export function asymmetricKey(key: JwtKeyConfig, variable: string, label: string): { publicKey: KeyObject; privateKey: KeyObject | undefined } {
+  let publicKey: KeyObject
+  let privateKey: KeyObject | undefined
+  try {
+    if (key.privateKey !== undefined) {
+      privateKey = createPrivateKey(key.privateKey)
+      publicKey = createPublicKey(privateKey)
+    } else {
+      publicKey = createPublicKey(key.publicKey ?? '')
+    }
+  } catch (error) {
+    throw new ConfigError(variable, `${label} is not a readable PEM key: ${(error as Error).message}`)
+  }
+  const expected = KEY_TYPES[key.alg as Exclude<JwtAlgorithm, 'HS256'>]
+  const curve = publicKey.asymmetricKeyDetails?.namedCurve
+  if (publicKey.asymmetricKeyType !== expected.type || (expected.curve !== undefined && curve !== expected.curve)) {
+    throw new ConfigError(variable, `${label} is a ${publicKey.asymmetricKeyType}${curve ? ' ' + curve : ''} key, not one for ${key.alg}`)
+  }
+  return { publicKey, privateKey }
 }
 
 function fileContent(name: string, path: string | undefined): string | undefined {

@@ -35,15 +35,25 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
       serializers: {
         // The request line only: a query string or a body may carry what must not be logged.
         req: (req: { method?: string; url?: string; id?: string }) => ({ id: req.id, method: req.method, url: req.url?.split('?')[0] }),
-        // Only what explains the error: a driver error may carry the statement's parameters.
-        err: (error: { name?: string; message?: string; code?: unknown; stack?: string }) => ({
-          type: error.name,
-          message: error.message,
-          code: error.code,
-          stack: error.stack,
-        }),
+        err: serializeError,
       },
     },
     destination,
   )
 }
+
+/**
+ * Only what explains the error: a driver error may carry the statement's parameters. A
+ * value that is not an Error (a string someone logged as `err`) keeps its text.
+ */
+function serializeError(error: unknown): Record<string, unknown> {
+  if (error instanceof Error) return { type: error.name, message: error.message, code: (error as { code?: unknown }).code, stack: error.stack }
+  if (typeof error === 'object' && error !== null) {
+    const record = error as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown }
+    if (typeof record.message === 'string') return { type: record.name, message: record.message, code: record.code, stack: record.stack }
+    // Its fields could be anything (a config, a token): name them, never their values.
+    return { type: 'object', message: `an object with ${Object.keys(error).join(', ') || 'no fields'}` }
+  }
+  return { type: typeof error, message: String(error) }
+}
+

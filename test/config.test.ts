@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { generateKeyPairSync } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js'
@@ -25,8 +26,32 @@ t.test('durations', async (t) => {
   for (const bad of ['0h', '10', 'h', '1w', '-1h', '1.5h', ' 1h', '1H', '', '01h', '1hh']) t.equal(parseDuration(bad), undefined, JSON.stringify(bad))
 })
 
+const pem = (type: 'ed25519' | 'ec') =>
+  generateKeyPairSync(type as 'ec', (type === 'ec' ? { namedCurve: 'prime256v1' } : {}) as { namedCurve: string }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+const ED25519_PEM = pem('ed25519')
+const P256_PUBLIC_PEM = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'pem', type: 'spki' }).toString()
+
 t.test('every bad value stops start-up with a message naming the variable', async (t) => {
   const cases: Array<[Record<string, string>, string]> = [
+    // Issue 10, finding 8: an algorithm without its key, or with another algorithm's key.
+    [{ JWT_ALGORITHM: 'ES256' }, 'JWT_ALGORITHM'],
+    [{ JWT_ALGORITHM: 'RS256' }, 'JWT_ALGORITHM'],
+    [{ JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: ED25519_PEM }, 'JWT_PRIVATE_KEY'],
+    [{ JWT_ALGORITHM: 'EdDSA', JWT_PRIVATE_KEY: 'not a pem' }, 'JWT_PRIVATE_KEY'],
+    [{ JWT_KEYS: JSON.stringify([{ alg: 'EdDSA', privateKey: ED25519_PEM }, { alg: 'RS256', publicKey: P256_PUBLIC_PEM }]) }, 'JWT_KEYS'],
+    // Issue 10, finding 7: a lifetime whose expiry no date can hold.
+    [{ TOKEN_MAX_TTL: '999999999d' }, 'TOKEN_MAX_TTL'],
+    [{ TOKEN_MAX_TTL: '36501d' }, 'TOKEN_MAX_TTL'],
+    // Issue 10, finding 1 and 2: connection and failure limits.
+    [{ REQUEST_TIMEOUT: '0' }, 'REQUEST_TIMEOUT'],
+    [{ REQUEST_TIMEOUT: '5', HEADERS_TIMEOUT: '6' }, 'HEADERS_TIMEOUT'],
+    [{ KEEP_ALIVE_TIMEOUT: '1.5' }, 'KEEP_ALIVE_TIMEOUT'],
+    [{ MAX_CONNECTIONS: 'lots' }, 'MAX_CONNECTIONS'],
+    [{ MAX_REQUESTS_PER_SOCKET: '-1' }, 'MAX_REQUESTS_PER_SOCKET'],
+    [{ AUTH_FAILURE_LIMIT: 'none' }, 'AUTH_FAILURE_LIMIT'],
+    [{ TRUST_PROXY: 'proxy.example.com' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '127.0.0.1, true' }, 'TRUST_PROXY'],
     [{ PORT: 'abc' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -63,6 +88,36 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     t.equal((error as ConfigError).variable, variable, `${JSON.stringify(env)} names ${variable}`)
     t.match((error as Error).message, new RegExp(`^${variable}`))
   }
+})
+
+t.test('limits: defaults and accepted values', async (t) => {
+  t.same(loadConfig({}).limits, {
+    requestTimeoutMs: 10_000,
+    headersTimeoutMs: 10_000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnections: 10_000,
+    maxRequestsPerSocket: 0,
+    authFailureLimit: 20,
+    trustProxy: [],
+  })
+  const set = loadConfig({ REQUEST_TIMEOUT: '3', KEEP_ALIVE_TIMEOUT: '5', MAX_CONNECTIONS: '0', AUTH_FAILURE_LIMIT: '0', TRUST_PROXY: '10.0.0.0/8, ::1,loopback' }).limits
+  t.equal(set.requestTimeoutMs, 3000)
+  t.equal(set.headersTimeoutMs, 3000, 'headers follow a shorter request timeout')
+  t.equal(set.keepAliveTimeoutMs, 5000)
+  t.same(set.trustProxy, ['10.0.0.0/8', '::1', 'loopback'])
+  t.equal(loadConfig({ TOKEN_MAX_TTL: '36500d' }).tokenMaxTtlSeconds, 36500 * 86400)
+})
+
+t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {
+  const cli = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url))
+  // Nothing listens on port 1: reaching the database would be a different error, after seconds.
+  const env = { PATH: process.env.PATH, DATABASE_URL: 'postgres://root@127.0.0.1:1/none', JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: ED25519_PEM }
+  const result = spawnSync(process.execPath, [cli, 'serve'], { env, encoding: 'utf8', timeout: 20_000 })
+  t.equal(result.status, 1)
+  t.match(result.stderr, /configuration error: JWT_PRIVATE_KEY: the key is a ed25519 key, not one for ES256/)
+  const noKey = spawnSync(process.execPath, [cli, 'serve'], { env: { PATH: process.env.PATH, DATA_DIR: 'memory://', JWT_ALGORITHM: 'ES256' }, encoding: 'utf8', timeout: 20_000 })
+  t.equal(noKey.status, 1)
+  t.match(noKey.stderr, /configuration error: JWT_ALGORITHM: ES256 needs its private key/)
 })
 
 t.test('the CLI refuses to start on a bad value and names it', async (t) => {

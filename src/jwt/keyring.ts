@@ -1,7 +1,7 @@
-import { createHash, createHmac, createPrivateKey, createPublicKey, hash, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto'
+import { createHash, createHmac, hash, randomBytes, type JsonWebKey } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { LRUCache } from 'lru-cache'
-import { ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
+import { asymmetricKey, ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
 
 /** The claims this service signs; see SPEC §3.1. */
 export interface TokenClaims {
@@ -46,11 +46,6 @@ export function generateHs256Secret(): string {
 const MAX_TOKEN_LENGTH = 8192
 /** Verified tokens remembered: the working set of busy clients, a few MB of heap. */
 const VERIFIED_CACHE_SIZE = 20_000
-const KEY_TYPES: Record<Exclude<JwtAlgorithm, 'HS256'>, { type: string; curve?: string }> = {
-  ES256: { type: 'ec', curve: 'prime256v1' },
-  EdDSA: { type: 'ed25519' },
-  RS256: { type: 'rsa' },
-}
 
 interface BuiltKey {
   kid: string
@@ -156,24 +151,8 @@ function buildKey(key: JwtKeyConfig, index: number, config: JwtConfig): BuiltKey
     return { kid, alg: 'HS256', verify: createVerifier({ ...verifierOptions, key: secret }), jwk: undefined, signingMaterial: secret }
   }
 
-  let publicKey: KeyObject
-  let privatePem: string | undefined
-  try {
-    if (key.privateKey !== undefined) {
-      const privateKey = createPrivateKey(key.privateKey)
-      privatePem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
-      publicKey = createPublicKey(privateKey)
-    } else {
-      publicKey = createPublicKey(key.publicKey!)
-    }
-  } catch (error) {
-    throw new ConfigError(variable, `key ${index} is not a readable PEM key: ${(error as Error).message}`)
-  }
-  const expected = KEY_TYPES[key.alg]
-  const curve = publicKey.asymmetricKeyDetails?.namedCurve
-  if (publicKey.asymmetricKeyType !== expected.type || (expected.curve !== undefined && curve !== expected.curve)) {
-    throw new ConfigError(variable, `key ${index} is a ${publicKey.asymmetricKeyType}${curve ? ' ' + curve : ''} key, not one for ${key.alg}`)
-  }
+  const { publicKey, privateKey } = asymmetricKey(key, variable, `key ${index}`)
+  const privatePem = privateKey?.export({ format: 'pem', type: 'pkcs8' }).toString()
   const jwk = publicKey.export({ format: 'jwk' })
   const kid = key.kid ?? thumbprint(jwk)
   const publicPem = publicKey.export({ format: 'pem', type: 'spki' }).toString()
