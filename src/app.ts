@@ -7,6 +7,7 @@ import { body, installErrorHandling, toApiError } from './http/error-handler.js'
 import { tokenRoute } from './routes/token.js'
 import { invalidateRoute } from './routes/invalidate.js'
 import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
+import { acceptEveryMethod, connectionOptions, hardenServer } from './http/connections.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 import type { VerifyToken } from './auth/verify.js'
@@ -18,6 +19,7 @@ import type { VerifyToken } from './auth/verify.js'
 export default async function app(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): Promise<void> {
   installErrorHandling(fastify)
   countRequests(fastify, gateway)
+  acceptEveryMethod(fastify)
   // Only JSON bodies: any other content type is a 415 (the verify routes accept anything).
   fastify.removeContentTypeParser('text/plain')
 
@@ -46,6 +48,7 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
     // Nor is a child logger built for every request: errors log their request id themselves.
     childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
+    ...connectionOptions(config.limits),
     ajv: {
       // A number where a string is expected is a 400, not silently "123".
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false },
@@ -73,6 +76,7 @@ export async function buildApp(config: Config, options: GatewayOptions): Promise
   const gateway = await createGateway(config, options)
   const fastify = Fastify(fastifyOptions(config, options.logger, gateway)).withTypeProvider<TypeBoxTypeProvider>()
   fastify.addHook('onClose', async () => gateway.close())
+  hardenServer(fastify, config.limits)
   try {
     await fastify.register(app, { gateway })
     await fastify.ready()

@@ -1,0 +1,112 @@
+/**
+ * Issue 10, finding 1 (SPEC §7.3): a client that sends its request slowly holds a
+ * connection for at most REQUEST_TIMEOUT, and however many do it, the node keeps answering
+ * others. A real listening node with REQUEST_TIMEOUT=1 s; the only time bound asserted is a
+ * generous one ("cut within a few seconds", where before the fix they were never cut).
+ */
+import { connect, type Socket } from 'node:net'
+import t from 'tap'
+import { createTenant, issueToken, startApp } from './support/helpers.js'
+
+const REQUEST_TIMEOUT_S = 1
+/** Generous: the timeout, Node's once-a-second check, and a loaded shared machine. */
+const CUT_WITHIN_MS = 8000
+const SLOW_CLIENTS = 150
+
+const node = await startApp(t, { REQUEST_TIMEOUT: String(REQUEST_TIMEOUT_S), MAX_CONNECTIONS: '1000' })
+const acme = await createTenant(node)
+const issued = await issueToken(node, acme, 'patient-user')
+await node.app.listen({ port: 0, host: '127.0.0.1' })
+const port = (node.app.server.address() as { port: number }).port
+
+interface SlowClient {
+  socket: Socket
+  closed: Promise<{ afterMs: number; answer: string }>
+}
+
+/** Opens a connection, writes `start`, then one byte of `trickle` every 300 ms until it is closed. */
+function slowClient(start: string, trickle: string): SlowClient {
+  const socket = connect(port, '127.0.0.1')
+  const opened = Date.now()
+  let answer = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => (answer += chunk))
+  socket.on('error', () => {})
+  let sent = 0
+  if (start) socket.write(start)
+  const timer = setInterval(() => {
+    if (socket.writable && trickle) socket.write(trickle[sent++ % trickle.length]!)
+  }, 300)
+  const closed = new Promise<{ afterMs: number; answer: string }>((resolve) =>
+    socket.on('close', () => {
+      clearInterval(timer)
+      resolve({ afterMs: Date.now() - opened, answer })
+    }),
+  )
+  t.teardown(() => {
+    clearInterval(timer)
+    socket.destroy()
+  })
+  return { socket, closed }
+}
+
+const kinds = {
+  'a body that never finishes': () =>
+    slowClient('POST /rest/v1/auth/token HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: 16000\r\n\r\n{', 'x'),
+  'headers that never finish': () => slowClient('GET /rest/v1/auth/verify HTTP/1.1\r\nHost: gateway\r\n', 'X-Slow: yes\r\n'.repeat(100)),
+  'a connection that sends nothing': () => slowClient('', ''),
+}
+
+async function verifyOnce(): Promise<number> {
+  const response = await fetch(`http://127.0.0.1:${port}/rest/v1/auth/verify`, { headers: { authorization: `Bearer ${issued.token}` } })
+  await response.arrayBuffer()
+  return response.status
+}
+
+t.test('many slow clients: verify still answers, and every slow one is cut at REQUEST_TIMEOUT', async (t) => {
+  const clients: Array<[string, SlowClient]> = []
+  for (let i = 0; i < SLOW_CLIENTS; i++) {
+    const [kind, open] = Object.entries(kinds)[i % 3]!
+    clients.push([kind, open()])
+  }
+  // While they are all held open, others are answered.
+  for (let i = 0; i < 10; i++) t.equal(await verifyOnce(), 200, `verify answered while ${SLOW_CLIENTS} slow clients are connected`)
+
+  const deadline = new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), CUT_WITHIN_MS + 2000).unref())
+  const outcomes = await Promise.all(clients.map(([, client]) => Promise.race([client.closed, deadline])))
+  const byKind = new Map<string, string[]>()
+  outcomes.forEach((outcome, index) => {
+    const kind = clients[index]![0]
+    const verdict = outcome === 'still open' ? 'still open' : outcome.afterMs <= CUT_WITHIN_MS ? 'cut in time' : `cut after ${outcome.afterMs} ms`
+    byKind.set(kind, [...(byKind.get(kind) ?? []), verdict])
+  })
+  for (const [kind, verdicts] of byKind) t.same([...new Set(verdicts)], ['cut in time'], kind)
+  const answered = outcomes.filter((outcome) => outcome !== 'still open' && outcome.answer !== '')
+  t.same(
+    [...new Set(answered.map((outcome) => outcome.answer.split('\r\n')[0]))],
+    answered.length ? ['HTTP/1.1 408 Request Timeout'] : [],
+    'a slow request that gets an answer gets 408',
+  )
+
+  t.equal(await verifyOnce(), 200, 'and the node answers afterwards')
+})
+
+t.test('MAX_CONNECTIONS caps what one node holds open', async (t) => {
+  const capped = await startApp(t, { MAX_CONNECTIONS: '20', REQUEST_TIMEOUT: '30' })
+  await capped.app.listen({ port: 0, host: '127.0.0.1' })
+  const cappedPort = (capped.app.server.address() as { port: number }).port
+  const sockets: Socket[] = []
+  t.teardown(() => sockets.forEach((socket) => socket.destroy()))
+  const open = async () => {
+    const socket = connect(cappedPort, '127.0.0.1')
+    socket.on('error', () => {})
+    sockets.push(socket)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    return socket
+  }
+  for (let i = 0; i < 20; i++) await open()
+  // Node accepts and immediately closes a connection over the cap.
+  const extra = await open()
+  const closed = await Promise.race([new Promise((resolve) => extra.once('close', () => resolve(true))), new Promise((resolve) => setTimeout(() => resolve(false), 5000))])
+  t.equal(closed, true, 'the 21st connection is closed by the node')
+})
