@@ -98,6 +98,9 @@ interface VerifiedClaims {
   exp: number
 }
 
+/** The last second a JavaScript date can hold: an expiry past it cannot even be written down. */
+const MAX_DATE_SECONDS = 8.64e12
+
 /** A token signed by one of our keys still needs the claims of SPEC §3.1, of the right types. */
 function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims | undefined {
   if (claims === undefined) return undefined
@@ -107,7 +110,7 @@ function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims
     typeof companyId !== 'string' ||
     typeof agentId !== 'string' ||
     typeof exp !== 'number' ||
-    !Number.isFinite(exp) ||
+    !(Math.abs(exp) <= MAX_DATE_SECONDS) ||
     !Number.isSafeInteger(tokenVersion) ||
     (tokenVersion as number) < 0
   ) {

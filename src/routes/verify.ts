@@ -92,7 +92,15 @@ export async function verifyRoute(fastify: FastifyInstance, { verifyToken }: { v
   })
 
   const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(verifyToken, request, reply)
-  const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => cannotDecide(request, reply, error)
-  fastify.all(VERIFY_PATH, { errorHandler, schema }, handler)
-  fastify.all(`${VERIFY_PATH}/*`, { errorHandler, schema }, handler)
+  // Only a request Fastify refused before the handler (a QUERY without a content type, say)
+  // reaches this: its token still decides. Anything else means the endpoint cannot decide.
+  const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) =>
+    isRefusedRequest(error) ? answerVerification(verifyToken, request, reply) : cannotDecide(request, reply, error)
+  // Below the endpoint: `/…/verify/anything` and `/…/verify;matrix=params`.
+  for (const path of [VERIFY_PATH, `${VERIFY_PATH}/*`, `${VERIFY_PATH};*`]) fastify.all(path, { errorHandler, schema }, handler)
+}
+
+function isRefusedRequest(error: Error): boolean {
+  const status = (error as { statusCode?: unknown }).statusCode
+  return typeof status === 'number' && status >= 400 && status < 500
 }
