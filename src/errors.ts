@@ -44,6 +44,7 @@ export const errors = {
   unsupportedMediaType: define(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'),
   payloadTooLarge: define(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large'),
   routeNotFound: (method: string, url: string) => new ApiError(404, 'ROUTE_NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found`),
+  rateLimited: (retryAfterSeconds: number) => new ApiError(429, 'RATE_LIMITED', 'Too many failed attempts', { 'retry-after': String(retryAfterSeconds) }),
   unavailable: define(503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { 'retry-after': '1' }),
   internal: define(500, 'INTERNAL_ERROR', 'Internal server error'),
 }

@@ -11,6 +11,9 @@ export function installErrorHandling(fastify: FastifyInstance): void {
     const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
     if (apiError.statusCode >= 500) {
       request.log.error({ ...where, err: error }, apiError.statusCode === 503 ? 'store unavailable' : 'unexpected error')
+    } else if (CREDENTIAL_REFUSALS.has(apiError.code)) {
+      // SPEC §7.3: an operator sees who is guessing, and at which key (never the secret).
+      request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode, clientAddress: request.ip, keyId: keyIdOf(request.body) }, apiError.message)
     } else {
       request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
     }
@@ -20,6 +23,13 @@ export function installErrorHandling(fastify: FastifyInstance): void {
     const apiError = errors.routeNotFound(request.method, request.url)
     return reply.code(404).send(body(apiError))
   })
+}
+
+const CREDENTIAL_REFUSALS = new Set(['INVALID_API_CREDENTIALS', 'INVALID_ADMIN_TOKEN', 'RATE_LIMITED'])
+
+function keyIdOf(requestBody: unknown): string | undefined {
+  const keyId = (requestBody as { keyId?: unknown } | null | undefined)?.keyId
+  return typeof keyId === 'string' ? keyId.slice(0, 128) : undefined
 }
 
 export function body(error: ApiError): ErrorBody {

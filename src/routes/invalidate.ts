@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { AuthenticateApiKey } from '../auth/credentials.js'
+import type { CredentialGuard } from '../http/credential-guard.js'
 import type { Changes } from '../changes.js'
 import { errors } from '../errors.js'
 import { isUuid } from '../domain.js'
@@ -20,17 +20,18 @@ const InvalidateResponse = Type.Object({
 
 /** POST /rest/v1/auth/invalidate-token — SPEC §3.2. */
 export interface InvalidateRouteOptions {
-  authenticateApiKey: AuthenticateApiKey
+  /** API-key check with the failed-credential limit (SPEC §7.3) */
+  credentials: Pick<CredentialGuard, 'apiKey'>
   changes: Pick<Changes, 'invalidateTokens'>
 }
 
-export const invalidateRoute: FastifyPluginAsyncTypebox<InvalidateRouteOptions> = async (fastify, { authenticateApiKey, changes }) => {
+export const invalidateRoute: FastifyPluginAsyncTypebox<InvalidateRouteOptions> = async (fastify, { credentials, changes }) => {
   fastify.post(
     '/rest/v1/auth/invalidate-token',
-    { schema: { body: InvalidateRequest, response: { 200: InvalidateResponse, ...errorResponses(400, 401, 503) } } },
+    { schema: { body: InvalidateRequest, response: { 200: InvalidateResponse, ...errorResponses(400, 401, 429, 503) } } },
     async (request) => {
       const { keyId, keySecret, customerUserId } = request.body
-      const key = await authenticateApiKey(keyId, keySecret)
+      const key = await credentials.apiKey(request, keyId, keySecret)
       if (!isUuid(customerUserId)) throw errors.customerUserNotFound()
       // Resolves only once every node rejects the older tokens (SPEC §3.2 step 3).
       const user = await changes.invalidateTokens(key.companyId, customerUserId)

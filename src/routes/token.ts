@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { AuthenticateApiKey } from '../auth/credentials.js'
+import type { CredentialGuard } from '../http/credential-guard.js'
 import type { TokenIssuer } from '../auth/issue-token.js'
 import { AgentSummary, errorResponses, Text, UserBody } from '../http/schemas.js'
 
@@ -21,17 +21,18 @@ const TokenResponse = Type.Object({
 
 /** POST /rest/v1/auth/token — SPEC §3.1. */
 export interface TokenRouteOptions {
-  authenticateApiKey: AuthenticateApiKey
+  /** API-key check with the failed-credential limit (SPEC §7.3) */
+  credentials: Pick<CredentialGuard, 'apiKey'>
   tokens: TokenIssuer
 }
 
-export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (fastify, { authenticateApiKey, tokens }) => {
+export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (fastify, { credentials, tokens }) => {
   fastify.post(
     '/rest/v1/auth/token',
-    { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 503) } } },
+    { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 429, 503) } } },
     async (request) => {
       const { keyId, keySecret, userId, agentId, expiresIn } = request.body
-      const key = await authenticateApiKey(keyId, keySecret)
+      const key = await credentials.apiKey(request, keyId, keySecret)
       const lifetime = tokens.lifetime(expiresIn)
       const requestedAgent = agentId === undefined ? undefined : await tokens.agentOfCompany(key.companyId, agentId)
       const user = await tokens.findOrCreateUser(key.companyId, userId, requestedAgent)

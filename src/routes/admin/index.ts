@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Changes } from '../../changes.js'
 import type { StoreReads } from '../../store/store.js'
-import { bearerToken } from '../../auth/verify.js'
+import type { CredentialGuard } from '../../http/credential-guard.js'
 import { errors } from '../../errors.js'
 import { companyRoutes } from './companies.js'
 import { agentRoutes } from './agents.js'
@@ -15,15 +15,14 @@ export interface AdminServices {
 }
 
 export interface AdminRoutesOptions extends AdminServices {
-  adminTokenMatches(presented: string): boolean
+  /** admin-token check with the failed-credential limit (SPEC §7.3) */
+  credentials: Pick<CredentialGuard, 'admin'>
 }
 
 /** SPEC §4: everything under /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`. */
-export async function adminRoutes(fastify: FastifyInstance, { adminTokenMatches, store, changes }: AdminRoutesOptions): Promise<void> {
-  fastify.addHook('onRequest', async (request) => {
-    const token = bearerToken(request.headers.authorization)
-    if (token === undefined || !adminTokenMatches(token)) throw errors.invalidAdminToken()
-  })
+export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes }: AdminRoutesOptions): Promise<void> {
+  // Unknown admin paths included: a guess on any of them counts.
+  fastify.addHook('onRequest', async (request) => credentials.admin(request))
   // Unknown admin paths answer 404 too, but only to a caller holding the admin token.
   fastify.setNotFoundHandler(async (request) => {
     throw errors.routeNotFound(request.method, request.url)

@@ -1,0 +1,66 @@
+import type { FastifyRequest } from 'fastify'
+import type { AuthenticateApiKey } from '../auth/credentials.js'
+import { bearerToken } from '../auth/verify.js'
+import type { ApiKeyState } from '../domain.js'
+import { ApiError, errors } from '../errors.js'
+import type { FailureCounts } from './failure-counts.js'
+
+/**
+ * SPEC §7.3: every endpoint that takes credentials checks them through here. Past the limit
+ * of failures from one client address (or against one keyId) every further attempt answers
+ * 429 *before* the credentials are looked at — a blocked caller cannot tell a right guess
+ * from a wrong one — until the window ends. Successful calls are never counted.
+ */
+export interface CredentialGuard {
+  /** the API key a (keyId, secret) pair names, or the SPEC's 401 / 429 */
+  apiKey(request: FastifyRequest, keyId: string, keySecret: string): Promise<ApiKeyState>
+  /** resolves when the request carries the admin token; else the SPEC's 401 / 429 */
+  admin(request: FastifyRequest): Promise<void>
+  close(): Promise<void>
+}
+
+export interface CredentialGuardOptions {
+  authenticateApiKey: AuthenticateApiKey
+  adminTokenMatches(presented: string): boolean
+  /** undefined: no limit (AUTH_FAILURE_LIMIT=0) */
+  failures: FailureCounts | undefined
+}
+
+export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, failures }: CredentialGuardOptions): CredentialGuard {
+  async function admit(names: string[]): Promise<void> {
+    if (failures === undefined) return
+    const waitMs = await failures.blockedFor(names)
+    if (waitMs > 0) throw errors.rateLimited(Math.ceil(waitMs / 1000))
+  }
+
+  function failed(names: string[]): void {
+    // Off the answer's path: counting must not slow a refusal down (nor make its time tell anything).
+    if (failures !== undefined) void failures.recordFailure(names)
+  }
+
+  return {
+    async apiKey(request, keyId, keySecret) {
+      const names = [addressName(request), keyName(keyId)]
+      await admit(names)
+      try {
+        return await authenticateApiKey(keyId, keySecret)
+      } catch (error) {
+        if (error instanceof ApiError && error.statusCode === 401) failed(names)
+        throw error
+      }
+    },
+    async admin(request) {
+      const names = [addressName(request)]
+      await admit(names)
+      const token = bearerToken(request.headers.authorization)
+      if (token === undefined || !adminTokenMatches(token)) {
+        failed(names)
+        throw errors.invalidAdminToken()
+      }
+    },
+    close: async () => failures?.close(),
+  }
+}
+
+const addressName = (request: FastifyRequest) => 'a:' + request.ip
+const keyName = (keyId: string) => 'k:' + keyId
