@@ -111,7 +111,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       schedule: (flush) => setTimeout(flush, LAST_USED_FLUSH_MS).unref(),
     })
     const changes = createChanges({ store, bus, logger })
-    const authenticateApiKey = createApiKeyAuthentication({ findKey: states.apiKey, noteUsed: (keyId) => usedKeys.add(keyId) })
+    const authenticateApiKey = createApiKeyAuthentication({ findKey: states.apiKey, readKey: (keyId) => store.getApiKeyState(keyId), noteUsed: (keyId) => usedKeys.add(keyId) })
     const tokens = createTokenIssuer({ states, store, changes, keyring, jwt: config.jwt, maxLifetimeSeconds: config.tokenMaxTtlSeconds })
     // A writer's own publish takes at most its timeout (2 leases) plus a lease of waiting for
     // acks; the relay leaves it that long (and at least 2 s) before republishing for it.

@@ -7,21 +7,32 @@ import { secretMatches } from './api-keys.js'
 export type AuthenticateApiKey = (keyId: string, keySecret: string) => Promise<ApiKeyState>
 
 export interface ApiKeyAuthenticationOptions {
-  /** the key's current state (cached on the node) */
+  /** the key's current state: a value when cached on the node, a promise of a store read otherwise */
   findKey(keyId: string): MaybePromise<ApiKeyState | undefined>
+  /** the key's state read from the store (the read `findKey` makes on a miss) */
+  readKey(keyId: string): Promise<ApiKeyState | undefined>
   /** records that a key was used (written to the store in batches) */
   noteUsed(keyId: string): void
 }
 
 /**
  * SPEC §3.1 step 1: an unknown key id, a wrong secret and a revoked key all answer the
- * same 401, so a caller learns nothing about which key ids exist.
+ * same 401, so a caller learns nothing about which key ids exist — not from the answer, and
+ * not from its time (SPEC §7.3). Nothing caches a key id's absence, so an unknown one costs a
+ * store read; a refusal decided from the cache pays for the same read before it answers.
+ * Accepted keys, the callers that matter for throughput, still never leave the cache.
  */
-export function createApiKeyAuthentication({ findKey, noteUsed }: ApiKeyAuthenticationOptions): AuthenticateApiKey {
+export function createApiKeyAuthentication({ findKey, readKey, noteUsed }: ApiKeyAuthenticationOptions): AuthenticateApiKey {
   return async (keyId, keySecret) => {
-    const key = await findKey(keyId)
-    if (key === undefined || !secretMatches(key, keySecret) || key.revoked) throw errors.invalidApiCredentials()
-    noteUsed(keyId)
-    return key
+    const found = findKey(keyId)
+    const key = found instanceof Promise ? await found : found
+    // The secret is hashed whether or not the key exists: no shortcut for unknown ids.
+    const matches = secretMatches(key?.secretHash, keySecret)
+    if (key !== undefined && matches && !key.revoked) {
+      noteUsed(keyId)
+      return key
+    }
+    if (!(found instanceof Promise)) await readKey(keyId)
+    throw errors.invalidApiCredentials()
   }
 }
