@@ -76,7 +76,7 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
 function answerFrameworkError(verifyToken: VerifyToken) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A proxy's verify call is decided by its token, whatever its path looks like.
-    if (request.url.startsWith(VERIFY_PATH + '/')) return answerVerification(verifyToken, request, reply)
+    if (request.url.startsWith(VERIFY_PATH + '/') || request.url.startsWith(VERIFY_PATH + ';')) return answerVerification(verifyToken, request, reply)
     const apiError = toApiError(error)
     return reply.code(apiError.statusCode).send(body(apiError))
   }

@@ -58,7 +58,10 @@ export const agentState = (agent: AgentState): AgentState => ({
   revision: agent.revision,
 })
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+// Lower case only: the one form ids are issued, stored and cached in. An id written in upper
+// case is not found, on every path alike (it once reached the store, which folds case, and
+// left a cache entry under its upper-case spelling that no change message ever named).
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
 export function isUuid(value: string): boolean {

@@ -25,6 +25,8 @@ const define =
   (statusCode: number, code: string, message: string, headers?: Record<string, string>) => (): ApiError =>
     new ApiError(statusCode, code, message, headers)
 
+const MAX_ECHOED_PATH = 256
+
 export const BEARER_CHALLENGE = { 'www-authenticate': 'Bearer error="invalid_token"' }
 const ADMIN_CHALLENGE = { 'www-authenticate': 'Bearer realm="admin"' }
 
@@ -43,8 +45,13 @@ export const errors = {
   emptyJson: define(400, 'INVALID_JSON', 'Request body is empty but content-type is application/json'),
   unsupportedMediaType: define(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'),
   payloadTooLarge: define(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large'),
-  routeNotFound: (method: string, url: string) => new ApiError(404, 'ROUTE_NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found`),
+  routeNotFound: (method: string, url: string) => {
+    const path = url.split('?')[0]!
+    // A path is echoed only while it is short: an answer never repeats kilobytes of a URL.
+    return new ApiError(404, 'ROUTE_NOT_FOUND', path.length <= MAX_ECHOED_PATH ? `Route ${method} ${path} not found` : `Route ${method} not found`)
+  },
   rateLimited: (retryAfterSeconds: number) => new ApiError(429, 'RATE_LIMITED', 'Too many failed attempts', { 'retry-after': String(retryAfterSeconds) }),
+  notFoundPath: define(404, 'ROUTE_NOT_FOUND', 'Not found'),
   unavailable: define(503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { 'retry-after': '1' }),
   internal: define(500, 'INTERNAL_ERROR', 'Internal server error'),
 }

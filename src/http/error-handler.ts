@@ -50,6 +50,9 @@ export function toApiError(error: FastifyError | Error): ApiError {
       return errors.emptyJson()
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return errors.invalidJson()
+    // An id longer than any id could be: not found (SPEC §2), without echoing the URL.
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return errors.notFoundPath()
   }
   const status = fastifyError.statusCode
   if (error instanceof SyntaxError && status === 400) return errors.invalidJson()

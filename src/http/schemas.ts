@@ -27,6 +27,9 @@ export const AgentSummary = Type.Object({
 
 /**
  * Bounded strings: an empty or oversized value is a 400 before any work is done, and so
- * is a NUL character, which PostgreSQL cannot store in text.
+ * is a NUL character, which PostgreSQL cannot store in text, and a lone UTF-16 surrogate
+ * (not well-formed text: it would be stored as U+FFFD, so `"a\ud800"` and `"a\udfff"` would
+ * name the same user). Patterns run with the `u` flag, where a surrogate pair is one code
+ * point outside the range and only a lone surrogate falls in it.
  */
-export const Text = (maxLength: number, minLength = 1) => Type.String({ minLength, maxLength, pattern: '^[^\\u0000]*$' })
+export const Text = (maxLength: number, minLength = 1) => Type.String({ minLength, maxLength, pattern: '^[^\\u0000\\ud800-\\udfff]*$' })
