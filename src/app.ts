@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
@@ -9,7 +9,7 @@ import { invalidateRoute } from './routes/invalidate.js'
 import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
 import { acceptEveryMethod, connectionOptions, hardenServer } from './http/connections.js'
 import { createCredentialGuard } from './http/credential-guard.js'
-import { createMemoryFailureCounts, createRedisFailureCounts, type FailureCounts } from './http/failure-counts.js'
+import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 import type { VerifyToken } from './auth/verify.js'
@@ -27,25 +27,13 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
 
   // Each part gets the services it uses, never the whole gateway.
   const { authenticateApiKey, tokens, changes, verifyToken, store, bus, metrics, keyring, config } = gateway
-  const credentials = createCredentialGuard({
-    authenticateApiKey,
-    adminTokenMatches: (token) => gateway.adminTokenMatches(token),
-    failures: await failureCounts(config, fastify.log),
-  })
-  fastify.addHook('onClose', async () => credentials.close())
+  const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix })
+  const credentials = createCredentialGuard({ authenticateApiKey, adminTokenMatches: (token) => gateway.adminTokenMatches(token), failures })
   await fastify.register(tokenRoute, { credentials, tokens })
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(verifyRoute, { verifyToken })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring })
   await fastify.register(adminRoutes, { credentials, store, changes, prefix: '/admin/v1' })
-}
-
-/** Failed credentials counted across nodes when they share Redis, on this node otherwise. */
-async function failureCounts(config: Config, logger: FastifyBaseLogger): Promise<FailureCounts | undefined> {
-  const limit = config.limits.authFailureLimit
-  if (limit === 0) return undefined
-  if (config.redisUrl === undefined) return createMemoryFailureCounts(limit)
-  return createRedisFailureCounts({ url: config.redisUrl, prefix: config.redisPrefix, limit, logger: logger as Logger })
 }
 
 /**

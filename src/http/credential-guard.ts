@@ -3,7 +3,7 @@ import type { AuthenticateApiKey } from '../auth/credentials.js'
 import { bearerToken } from '../auth/verify.js'
 import type { ApiKeyState } from '../domain.js'
 import { ApiError, errors } from '../errors.js'
-import type { FailureCounts } from './failure-counts.js'
+import type { FailureLimits } from './failure-limits.js'
 
 /**
  * SPEC §7.3: every endpoint that takes credentials checks them through here. Past the limit
@@ -16,51 +16,43 @@ export interface CredentialGuard {
   apiKey(request: FastifyRequest, keyId: string, keySecret: string): Promise<ApiKeyState>
   /** resolves when the request carries the admin token; else the SPEC's 401 / 429 */
   admin(request: FastifyRequest): Promise<void>
-  close(): Promise<void>
 }
 
 export interface CredentialGuardOptions {
   authenticateApiKey: AuthenticateApiKey
   adminTokenMatches(presented: string): boolean
   /** undefined: no limit (AUTH_FAILURE_LIMIT=0) */
-  failures: FailureCounts | undefined
+  failures: FailureLimits | undefined
 }
 
 export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, failures }: CredentialGuardOptions): CredentialGuard {
-  async function admit(names: string[]): Promise<void> {
+  async function admit(request: FastifyRequest, keyId?: string): Promise<void> {
     if (failures === undefined) return
-    const waitMs = await failures.blockedFor(names)
+    const waitMs = await failures.blockedFor(request, keyId)
     if (waitMs > 0) throw errors.rateLimited(Math.ceil(waitMs / 1000))
   }
 
-  function failed(names: string[]): void {
-    // Off the answer's path: counting must not slow a refusal down (nor make its time tell anything).
-    if (failures !== undefined) void failures.recordFailure(names)
+  async function failed(request: FastifyRequest, keyId?: string): Promise<void> {
+    await failures?.recordFailure(request, keyId)
   }
 
   return {
     async apiKey(request, keyId, keySecret) {
-      const names = [addressName(request), keyName(keyId)]
-      await admit(names)
+      await admit(request, keyId)
       try {
         return await authenticateApiKey(keyId, keySecret)
       } catch (error) {
-        if (error instanceof ApiError && error.statusCode === 401) failed(names)
+        if (error instanceof ApiError && error.statusCode === 401) await failed(request, keyId)
         throw error
       }
     },
     async admin(request) {
-      const names = [addressName(request)]
-      await admit(names)
+      await admit(request)
       const token = bearerToken(request.headers.authorization)
       if (token === undefined || !adminTokenMatches(token)) {
-        failed(names)
+        await failed(request)
         throw errors.invalidAdminToken()
       }
     },
-    close: async () => failures?.close(),
   }
 }
-
-const addressName = (request: FastifyRequest) => 'a:' + request.ip
-const keyName = (keyId: string) => 'k:' + keyId

@@ -1,0 +1,76 @@
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Redis } from 'ioredis'
+
+/**
+ * SPEC §7.3: failed credentials counted per client address and per keyId in one-minute
+ * windows, through @fastify/rate-limit's own limiter functions. Its hooks would count every
+ * request; these are called by hand instead: a peek (`increment: false`) before the
+ * credentials are looked at, and a count only when they were wrong, so successful calls
+ * never count. Its Redis store shares the counts between nodes; its local store (an LRU)
+ * serves one node.
+ */
+export interface FailureLimits {
+  /** ms until the request's address (or the keyId) may try again; 0 when it may now */
+  blockedFor(request: FastifyRequest, keyId: string | undefined): Promise<number>
+  /** counts one failure against the request's address and the keyId */
+  recordFailure(request: FastifyRequest, keyId: string | undefined): Promise<void>
+}
+
+export interface FailureLimitsOptions {
+  /** failures per window; 0: no limit */
+  limit: number
+  redisUrl: string | undefined
+  redisPrefix: string
+}
+
+export const FAILURE_WINDOW_MS = 60_000
+/** Addresses and key ids held by one node's counts; an evicted one starts again at 0. */
+const LOCAL_ENTRIES = 100_000
+
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>
+
+export async function registerFailureLimits(fastify: FastifyInstance, { limit, redisUrl, redisPrefix }: FailureLimitsOptions): Promise<FailureLimits | undefined> {
+  if (limit === 0) return undefined
+  const redis = redisUrl === undefined ? undefined : new Redis(redisUrl, {
+    // A credential check must not wait for a Redis that is away: the limiter skips instead.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    lazyConnect: true,
+  })
+  if (redis !== undefined) {
+    redis.on('error', (error: Error) => fastify.log.warn({ err: error }, 'failure limits: Redis unavailable; failures are not counted meanwhile'))
+    // Connected before the first request, so that the first failures already count across nodes.
+    await redis.connect().catch(() => {})
+    fastify.addHook('onClose', async () => {
+      await redis.quit().catch(() => redis.disconnect())
+    })
+  }
+  await fastify.register(rateLimit, {
+    // No hooks on any route: only the limiter functions below count.
+    global: false,
+    ...(redis !== undefined ? { redis, nameSpace: `${redisPrefix}:auth-failures:` } : { cache: LOCAL_ENTRIES }),
+    skipOnError: true,
+  })
+  // The library blocks once a count *exceeds* max; the SPEC blocks *past* `limit` failures.
+  const window = { max: limit - 1, timeWindow: FAILURE_WINDOW_MS }
+  // The default key generator: the client address, IPv6 grouped by /64 (one host's range).
+  const byAddress = fastify.createRateLimit(window)
+  const byKey = fastify.createRateLimit({ ...window, keyGenerator: (request) => 'keyId:' + keyIdOf(request) })
+
+  const limiters = (keyId: string | undefined): Limiter[] => (keyId === undefined ? [byAddress] : [byAddress, byKey])
+  return {
+    async blockedFor(request, keyId) {
+      const states = await Promise.all(limiters(keyId).map((check) => check(request, { increment: false })))
+      return Math.max(0, ...states.map((state) => (!state.isAllowed && state.isExceeded ? Math.max(1, state.ttl) : 0)))
+    },
+    async recordFailure(request, keyId) {
+      await Promise.all(limiters(keyId).map((count) => count(request)))
+    },
+  }
+}
+
+function keyIdOf(request: FastifyRequest): string {
+  return String((request.body as { keyId?: unknown } | undefined)?.keyId)
+}
