@@ -58,12 +58,29 @@ export const agentState = (agent: AgentState): AgentState => ({
   revision: agent.revision,
 })
 
-// Lower case only: the one form ids are issued, stored and cached in. An id written in upper
-// case is not found, on every path alike (it once reached the store, which folds case, and
-// left a cache entry under its upper-case spelling that no change message ever named).
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** SPEC §2: an id that is not a well-formed UUID is "not found", never an error. */
+/**
+ * SPEC §2: an id that is not a well-formed UUID is "not found", never an error. Ids are
+ * compared case-insensitively: one written in upper case names the same row (PostgreSQL's
+ * uuid type folds case). Its canonical form — the one issued, answered, announced and used
+ * as a cache key — is lower case: see `canonicalUuid`.
+ */
 export function isUuid(value: string): boolean {
   return value.length === 36 && UUID.test(value)
+}
+
+/**
+ * The canonical (lower-case) form of an id a caller sent, or undefined when it is not a
+ * UUID. Anything that becomes a cache key goes through here: an entry under an upper-case
+ * spelling would never be reached by the change messages, which name the canonical id.
+ */
+export function canonicalUuid(value: string): string | undefined {
+  return isUuid(value) ? value.toLowerCase() : undefined
+}
+
+/** Only the canonical form: for ids this service wrote itself (token claims), never upper case. */
+export function isCanonicalUuid(value: string): boolean {
+  return value.length === 36 && CANONICAL_UUID.test(value)
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { parseDuration, type Config } from '../config.js'
 import { errors } from '../errors.js'
-import { isUuid, type AgentState, type UserState } from '../domain.js'
+import { canonicalUuid, type AgentState, type UserState } from '../domain.js'
 import type { States } from '../cache/states.js'
 import type { Changes } from '../changes.js'
 import type { Keyring } from '../jwt/keyring.js'
@@ -61,7 +61,8 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
     lifetime: (expiresIn) => tokenLifetime(expiresIn, maxLifetimeSeconds),
 
     async agentOfCompany(companyId, agentId) {
-      const agent = isUuid(agentId) ? await states.agent(agentId) : undefined
+      const id = canonicalUuid(agentId)
+      const agent = id === undefined ? undefined : await states.agent(id)
       if (agent === undefined || agent.companyId !== companyId) throw errors.agentNotFound()
       return agent
     },

@@ -1,7 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
 import type { MaybePromise, States } from '../cache/states.js'
-import { isUuid, type AgentState, type UserState } from '../domain.js'
+import { isCanonicalUuid, type AgentState, type UserState } from '../domain.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
 export interface Identity {
@@ -55,7 +55,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 2. not expired
     if (now() / 1000 >= claims.exp + clockToleranceSeconds) return deny(denials.expired)
 
-    const user = isUuid(claims.sub) ? states.user(claims.sub) : undefined
+    const user = isCanonicalUuid(claims.sub) ? states.user(claims.sub) : undefined
     return user instanceof Promise ? user.then((found) => checkUser(claims, found)) : checkUser(claims, user)
   }
 
@@ -69,7 +69,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 5. the user's company is the token's company
     if (user.companyId !== claims.companyId) return deny(denials.companyMismatch)
 
-    const agent = isUuid(claims.agentId) ? states.agent(claims.agentId) : undefined
+    const agent = isCanonicalUuid(claims.agentId) ? states.agent(claims.agentId) : undefined
     return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
   }
 
