@@ -66,9 +66,12 @@ t.test('without the admin token every admin call is a 401, and changes nothing',
     ['Bearer and nothing', { authorization: 'Bearer ' }],
   ]
   const rows = await snapshotRows(node)
+  // Each attempt from its own address: from one address, failures past the limit answer 429 (failure-limits.test.ts).
+  let attempt = 0
   for (const [method, url, payload] of calls) {
     for (const [label, headers] of authorizations) {
-      const response = await node.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) })
+      const remoteAddress = `10.77.${Math.floor(++attempt / 250)}.${attempt % 250}`
+      const response = await node.inject({ method: method as 'GET', url, headers, remoteAddress, ...(payload === undefined ? {} : { payload: payload as object }) })
       t.equal(response.statusCode, 401, `${method} ${url}, ${label}`)
       t.strictSame(response.json(), INVALID_ADMIN, `${method} ${url}, ${label}`)
       t.equal(response.headers['www-authenticate'], 'Bearer realm="admin"', `${method} ${url}, ${label}`)
