@@ -14,14 +14,14 @@ import { parseArgs } from 'node:util'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
-import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from './lib/pg.js'
+import { createScratchDatabase } from '../test/support/databases.js'
 
 const { values } = parseArgs({
   options: {
     samples: { type: 'string', default: '5000' },
     warmup: { type: 'string', default: '500' },
     store: { type: 'string', default: 'pg' },
-    'pg-url': { type: 'string', default: DEFAULT_PG_ADMIN_URL },
+    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
   },
 })
 const samples = Number(values.samples)
