@@ -7,7 +7,7 @@
  */
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { ADMIN_TOKEN, createTenant, errorBody, freshPostgresDatabase, issueToken, leakedLogLines, randomUUID, startApp, STORE, type Tenant, type TestApp } from '../support/helpers.js'
+import { ADMIN_TOKEN, createTenant, errorBody, freshPostgresDatabase, issueToken, leakedLogLines, randomUUID, sharedDb, startApp, STORE, type Tenant, type TestApp } from '../support/helpers.js'
 import { INVALID_ADMIN_TOKEN, INVALID_API_CREDENTIALS } from '../support/spec-bodies.js'
 
 const RATE_LIMITED = errorBody(429, 'Too many failed attempts', 'RATE_LIMITED')
@@ -27,7 +27,9 @@ function assertLimited(t: Test, response: LightMyRequestResponse, label: string)
   t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `${label}: Retry-After ${response.headers['retry-after']} is 1..60 s`)
 }
 
-const node = await startApp(t)
+// One store for every node of this file: each embedded store costs seconds to start.
+const db = await sharedDb(t)
+const node = await startApp(t, {}, { db })
 const newTenant = (): Promise<Tenant> => createTenant(node, `Tenant ${randomUUID()}`)
 
 t.test('past 20 wrong secrets from one address, every attempt from it answers 429, the right secret too', async (t) => {
@@ -113,9 +115,9 @@ t.test('each failure is logged at info with its keyId and client address, never 
 })
 
 t.test('TRUST_PROXY: X-Forwarded-For names the client only behind a named proxy', async (t) => {
-  const proxied = await startApp(t, { TRUST_PROXY: '127.0.0.1' })
+  const proxied = await startApp(t, { TRUST_PROXY: '127.0.0.1' }, { db })
   const acme = await createTenant(proxied, 'Proxied')
-  const direct = await startApp(t)
+  const direct = await startApp(t, {}, { db })
   const acmeDirect = await createTenant(direct, 'Direct')
   // Through the trusted proxy, each forwarded client has its own count.
   for (let i = 0; i < LIMIT; i++) await tokenCall(proxied, '127.0.0.1', `ak_unknown_${i}`, 'wrong', { 'x-forwarded-for': '203.0.113.7' })
@@ -128,7 +130,7 @@ t.test('TRUST_PROXY: X-Forwarded-For names the client only behind a named proxy'
 })
 
 t.test('AUTH_FAILURE_LIMIT=0 turns the limit off', async (t) => {
-  const open = await startApp(t, { AUTH_FAILURE_LIMIT: '0' })
+  const open = await startApp(t, { AUTH_FAILURE_LIMIT: '0' }, { db })
   const acme = await createTenant(open, 'Unlimited')
   const from = freshAddress()
   const statuses = new Set<number>()
