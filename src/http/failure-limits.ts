@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Redis } from 'ioredis'
+import { createFailureCountsRedis } from '../bus/failure-counts-redis.js'
 
 /**
  * SPEC §7.3: failed credentials counted per client address and per keyId in one-minute
@@ -32,13 +32,7 @@ type Limiter = ReturnType<FastifyInstance['createRateLimit']>
 
 export async function registerFailureLimits(fastify: FastifyInstance, { limit, redisUrl, redisPrefix }: FailureLimitsOptions): Promise<FailureLimits | undefined> {
   if (limit === 0) return undefined
-  const redis = redisUrl === undefined ? undefined : new Redis(redisUrl, {
-    // A credential check must not wait for a Redis that is away: the limiter skips instead.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    lazyConnect: true,
-  })
+  const redis = redisUrl === undefined ? undefined : createFailureCountsRedis(redisUrl)
   if (redis !== undefined) {
     redis.on('error', (error: Error) => fastify.log.warn({ err: error }, 'failure limits: Redis unavailable; failures are not counted meanwhile'))
     // Connected before the first request, so that the first failures already count across nodes.
