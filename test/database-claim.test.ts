@@ -5,6 +5,7 @@ import { createGateway } from '../src/gateway.js'
 import { loadConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify } from './support/helpers.js'
+import { waitFor } from './support/poll.js'
 import { startGatewayProcess } from './support/processes.js'
 
 /**
@@ -23,14 +24,6 @@ async function refusedStart(env: Record<string, string>): Promise<string> {
     return 'STARTED'
   } catch (error) {
     return (error as Error).message
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
 
@@ -91,7 +84,7 @@ if (STORE !== 'postgres') {
     const redisPrefix = prefix()
     const redisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
     const secondRedisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    await until('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status === 200)
+    await waitFor('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status, { until: (status) => status === 200, timeoutMs: 10_000 })
     t.pass('nodes with Redis share the database')
     t.same((await lockHolders(DATABASE_URL)).map((h) => h.mode), ['ShareLock', 'ShareLock'], 'each holds it shared')
     const lone = await refusedStart({ DATABASE_URL })
@@ -132,7 +125,7 @@ if (STORE !== 'postgres') {
     t.ok(taken, 'the rival took the database')
 
     // The node learns of the loss when its lock connection reports it (at once here, on the FATAL message).
-    await until('the node to notice the loss', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode === 503)
+    await waitFor('the node to notice the loss', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode, { until: (status) => status === 503, timeoutMs: 10_000 })
     t.match(node.logs.join(''), /lost the claim on the database/, 'the loss is logged')
     const stale = await verify(node, issued.token)
     t.equal(stale.statusCode, 401, 'without its claim the node reads PostgreSQL: the change made behind its back is seen')
@@ -146,7 +139,7 @@ if (STORE !== 'postgres') {
     await bumpBehindTheNodesBack(bob.user.id)
 
     await rival.query('SELECT pg_advisory_unlock($1, $2)', [0x63686174, 0x6e6f6465])
-    await until('the node to take its claim back', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode === 200)
+    await waitFor('the node to take its claim back', async () => (await node.inject({ method: 'GET', url: '/readyz' })).statusCode, { until: (status) => status === 200, timeoutMs: 10_000 })
     t.pass('the node took its claim back and is ready')
     t.match(node.logs.join(''), /the claim on the database is back/)
     t.equal((await verify(node, fresh.token)).statusCode, 401, 'the token issued before the 503 write is refused: that write committed')
