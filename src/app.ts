@@ -12,6 +12,7 @@ import { createCredentialGuard } from './http/credential-guard.js'
 import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
+import { registerOpenApi } from './http/openapi.js'
 import type { VerifyToken } from './auth/verify.js'
 
 /**
@@ -29,6 +30,8 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
   const { authenticateApiKey, tokens, changes, verifyToken, store, bus, metrics, keyring, config } = gateway
   const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix })
   const credentials = createCredentialGuard({ authenticateApiKey, adminTokenMatches: (token) => gateway.adminTokenMatches(token), failures })
+  // Before the routes: the API description is collected from each route as it is added.
+  await registerOpenApi(fastify)
   await fastify.register(tokenRoute, { credentials, tokens })
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(verifyRoute, { verifyToken })

@@ -7,9 +7,26 @@ export const ErrorBody = Type.Object({
   code: Type.String(),
 })
 
+/** What each error status means, for the API description. */
+const ERROR_MEANINGS: Record<number, string> = {
+  400: 'Bad input: a field is missing, of the wrong type or too long, the JSON is malformed, or a step of the call refused it (see `code`)',
+  401: 'Credentials missing or wrong (API key, admin token or bearer token; see `code`)',
+  403: 'The customer user is inactive',
+  404: 'No such company, agent, API key, customer user or route',
+  413: 'The body is over the body limit',
+  415: 'The body is not application/json',
+  429: 'Too many failed credential attempts from this address or on this key; see Retry-After',
+  503: 'A store cannot answer; see Retry-After',
+}
+
+/** The error body of one status, described. */
+export function errorBody(status: number): TSchema {
+  return Type.Object(ErrorBody.properties, { description: ERROR_MEANINGS[status] ?? 'Error' })
+}
+
 /** Documents and serialises the error statuses a route can answer. */
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
-  return Object.fromEntries(statuses.map((status) => [status, ErrorBody]))
+  return Object.fromEntries(statuses.map((status) => [status, errorBody(status)]))
 }
 
 export const UserBody = Type.Object({

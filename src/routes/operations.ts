@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import { setTimeout as delay } from 'node:timers/promises'
 import type { InvalidationBus } from '../bus/bus.js'
 import type { Keyring } from '../jwt/keyring.js'
@@ -6,6 +7,17 @@ import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.js'
 import type { Store } from '../store/store.js'
 
 const READINESS_TIMEOUT_MS = 2000
+
+const Health = Type.Object({ status: Type.Literal('ok') })
+const Readiness = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
+  database: Type.Union([Type.Literal('up'), Type.Literal('down')]),
+  invalidationChannel: Type.Union([Type.Literal('subscribed'), Type.Literal('down')]),
+  cacheTrusted: Type.Boolean(),
+})
+// Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
+const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
+const MetricsText = { description: 'Prometheus text format', content: { 'text/plain': { schema: Type.String() } } }
 
 export interface OperationsRoutesOptions {
   store: Pick<Store, 'ping'>
@@ -16,9 +28,10 @@ export interface OperationsRoutesOptions {
 
 /** SPEC §3.4: liveness, readiness and Prometheus metrics. */
 export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring }: OperationsRoutesOptions): Promise<void> {
-  fastify.get('/healthz', async () => ({ status: 'ok' }))
+  fastify.get('/healthz', { schema: { response: { 200: Health } } }, async () => ({ status: 'ok' as const }))
 
-  fastify.get('/readyz', async (_request, reply) => {
+  const notReady = { ...Readiness, description: 'The database does not answer in time, or the node cannot vouch for its cache' }
+  fastify.get('/readyz', { schema: { response: { 200: Readiness, 503: notReady } } }, async (_request, reply) => {
     const bus = channel.health()
     // A database that does not answer in time is down; the unref'd timer never holds the process.
     const database = await Promise.race([
@@ -37,11 +50,11 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
     })
   })
 
-  fastify.get('/metrics', async (_request, reply) =>
+  fastify.get('/metrics', { schema: { response: { 200: MetricsText } } }, async (_request, reply) =>
     reply.type(METRICS_CONTENT_TYPE).send(await metrics.render()),
   )
 
-  fastify.get('/.well-known/jwks.json', async (_request, reply) =>
+  fastify.get('/.well-known/jwks.json', { schema: { response: { 200: Jwks } } }, async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').send(keyring.jwks()),
   )
 }
