@@ -28,7 +28,7 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
 
   // Each part gets the services it uses, never the whole gateway.
   const { authenticateApiKey, tokens, changes, verifyToken, store, bus, metrics, keyring, config } = gateway
-  const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix })
+  const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redis: config.redis, redisPrefix: config.redisPrefix })
   const credentials = createCredentialGuard({ authenticateApiKey, adminTokenMatches: (token) => gateway.adminTokenMatches(token), failures })
   // Before the routes: the API description is collected from each route as it is added.
   await registerOpenApi(fastify)

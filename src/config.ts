@@ -12,7 +12,8 @@ export interface Config {
   host: string
   dataDir: string
   databaseUrl: string | undefined
-  redisUrl: string | undefined
+  /** how to reach Redis (REDIS_URL, or REDIS_SENTINELS + REDIS_SENTINEL_NAME); undefined: one node, no bus */
+  redis: RedisConnection | undefined
   /** undefined → generated at boot and printed once */
   adminToken: string | undefined
   jwt: JwtConfig
@@ -30,6 +31,34 @@ export interface Config {
   /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
   limits: LimitsConfig
 }
+
+/** One Redis server named by URL (`redis://`, `rediss://` for TLS; user and password in it). */
+export interface RedisUrlConnection {
+  kind: 'url'
+  url: string
+}
+
+export interface SentinelAddress {
+  host: string
+  port: number
+}
+
+/** The primary that Redis Sentinel names, found through the sentinels, and followed through failovers. */
+export interface RedisSentinelConnection {
+  kind: 'sentinel'
+  sentinels: SentinelAddress[]
+  /** the master name the sentinels monitor (`sentinel monitor <name> …`) */
+  name: string
+  sentinelUsername: string | undefined
+  sentinelPassword: string | undefined
+  /** ACL user and password of the data nodes (primary and replicas) */
+  username: string | undefined
+  password: string | undefined
+  /** TLS to the sentinels and the data nodes */
+  tls: boolean
+}
+
+export type RedisConnection = RedisUrlConnection | RedisSentinelConnection
 
 export interface LimitsConfig {
   /** the longest a client may take to send one whole request (headers and body) */
@@ -94,6 +123,13 @@ export const CONFIG_VARIABLES = [
   'DATA_DIR',
   'DATABASE_URL',
   'REDIS_URL',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_NAME',
+  'REDIS_SENTINEL_USERNAME',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_USERNAME',
+  'REDIS_PASSWORD',
+  'REDIS_TLS',
   'ADMIN_TOKEN',
   'JWT_SECRET',
   'JWT_ALGORITHM',
@@ -131,7 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: read('HOST') ?? '127.0.0.1',
     dataDir: dataDir(read('DATA_DIR') ?? './data'),
     databaseUrl: url('DATABASE_URL', read('DATABASE_URL'), ['postgres:', 'postgresql:']),
-    redisUrl: url('REDIS_URL', read('REDIS_URL'), ['redis:', 'rediss:']),
+    redis: redisConnection(read),
     adminToken: adminToken(read('ADMIN_TOKEN')),
     jwt: {
       keys: jwtKeys(read),
@@ -148,8 +184,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
     limits: limits(read),
   }
-  if (config.redisUrl !== undefined && config.databaseUrl === undefined) {
-    throw new ConfigError('REDIS_URL', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
+  if (config.redis !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError(config.redis.kind === 'url' ? 'REDIS_URL' : 'REDIS_SENTINELS', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
   }
   return config
 }
@@ -249,6 +285,58 @@ function url(name: string, text: string | undefined, protocols: string[]): strin
     throw new ConfigError(name, `expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`)
   }
   return text
+}
+
+type Read = (name: (typeof CONFIG_VARIABLES)[number]) => string | undefined
+
+/** REDIS_URL, or the Sentinel variables: exactly one shape, nothing of the other. */
+function redisConnection(read: Read): RedisConnection | undefined {
+  const redisUrl = url('REDIS_URL', read('REDIS_URL'), ['redis:', 'rediss:'])
+  const sentinels = read('REDIS_SENTINELS')
+  const name = read('REDIS_SENTINEL_NAME')
+  if (redisUrl !== undefined && sentinels !== undefined) {
+    throw new ConfigError('REDIS_SENTINELS', 'set either REDIS_URL (one Redis server) or REDIS_SENTINELS with REDIS_SENTINEL_NAME (Redis Sentinel), not both')
+  }
+  const sentinelOnly = ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'] as const
+  if (sentinels === undefined) {
+    const stray = sentinelOnly.find((variable) => read(variable) !== undefined)
+    if (stray !== undefined) {
+      const dataNodeSetting = stray === 'REDIS_USERNAME' || stray === 'REDIS_PASSWORD' || stray === 'REDIS_TLS'
+      const hint = redisUrl !== undefined && dataNodeSetting ? ' (with REDIS_URL, the user and password go in the URL, and rediss:// is TLS)' : ''
+      throw new ConfigError(stray, `only used with REDIS_SENTINELS${hint}`)
+    }
+    return redisUrl === undefined ? undefined : { kind: 'url', url: redisUrl }
+  }
+  if (name === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'REDIS_SENTINELS needs the master name the sentinels monitor')
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(name)) throw new ConfigError('REDIS_SENTINEL_NAME', 'use 1..128 letters, digits, _ . : -')
+  return {
+    kind: 'sentinel',
+    sentinels: sentinelAddresses(sentinels),
+    name,
+    sentinelUsername: read('REDIS_SENTINEL_USERNAME'),
+    sentinelPassword: read('REDIS_SENTINEL_PASSWORD'),
+    username: read('REDIS_USERNAME'),
+    password: read('REDIS_PASSWORD'),
+    tls: boolean('REDIS_TLS', read('REDIS_TLS'), false),
+  }
+}
+
+/** `host:port,host:port,…`; an IPv6 address in brackets (`[::1]:26379`). */
+function sentinelAddresses(text: string): SentinelAddress[] {
+  const entries = text.split(',').map((entry) => entry.trim())
+  const addresses = entries.map((entry) => {
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/.exec(entry)
+    const host = match?.[1] ?? match?.[2]
+    const port = Number(match?.[3])
+    if (!match || host === undefined || (match[1] !== undefined && isIP(host) !== 6) || port < 1 || port > 65535) {
+      throw new ConfigError('REDIS_SENTINELS', `expected host:port entries, comma-separated (IPv6 as [::1]:26379); got "${entry}"`)
+    }
+    return { host, port }
+  })
+  const keys = addresses.map((a) => `${a.host}:${a.port}`)
+  const repeated = keys.find((key, i) => keys.indexOf(key) !== i)
+  if (repeated !== undefined) throw new ConfigError('REDIS_SENTINELS', `${repeated} is listed twice (each sentinel counts once towards a majority)`)
+  return addresses
 }
 
 function redisPrefix(text: string): string {

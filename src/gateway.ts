@@ -58,7 +58,7 @@ export interface GatewayOptions {
   /** timing of the outbox relay (tests) */
   outboxRelay?: Pick<OutboxRelayOptions, 'intervalMs' | 'minAgeMs' | 'maxBackoffMs'>
   /** extra Redis bus options for test entry points (the chaos test's unsafe switch); never from the configuration */
-  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush'>
+  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck'>
 }
 
 const ADMIN_TOKEN_HASH_NAME = 'admin-token-sha256'
@@ -73,7 +73,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const cleanup: Array<() => Promise<void>> = []
   try {
     // Several nodes on one database without a shared bus would serve stale caches: refused.
-    const claim = config.databaseUrl && db.kind === 'postgres' ? await claimDatabase({ connectionString: config.databaseUrl, mode: config.redisUrl ? 'shared' : 'exclusive', logger }) : undefined
+    const claim = config.databaseUrl && db.kind === 'postgres' ? await claimDatabase({ connectionString: config.databaseUrl, mode: config.redis ? 'shared' : 'exclusive', logger }) : undefined
     if (claim) cleanup.push(() => claim.release())
     const { applied } = await migrate(db)
     if (applied.length) logger.info({ applied }, 'migrations applied')
@@ -181,11 +181,11 @@ async function adminToken(config: Config, store: Store): Promise<{ adminTokenHas
 }
 
 async function createConfiguredBus(config: Config, logger: Logger, metrics: Metrics, jwtKeys: JwtKeyConfig[], extra: GatewayOptions['redisBus']): Promise<InvalidationBus> {
-  if (!config.redisUrl) return createMemoryBus()
+  if (!config.redis) return createMemoryBus()
   const { createRedisBus } = await import('./bus/redis-bus.js')
   const { deriveBusKeys } = await import('./bus/messages.js')
   return createRedisBus({
-    url: config.redisUrl,
+    connection: config.redis,
     leaseMs: config.leaseMs,
     prefix: config.redisPrefix,
     logger,

@@ -34,7 +34,7 @@ export type ChatAuthPluginOptions =
  * would never hear the gateway's changes: both are refused before anything is opened.
  */
 async function ownGateway(config: Config, logger: Logger | undefined) {
-  const missing = [config.databaseUrl ? undefined : 'DATABASE_URL', config.redisUrl ? undefined : 'REDIS_URL'].filter((name) => name !== undefined)
+  const missing = [config.databaseUrl ? undefined : 'DATABASE_URL', config.redis ? undefined : 'REDIS_URL'].filter((name) => name !== undefined)
   if (missing.length) {
     throw new ConfigError(
       missing.join(' and '),

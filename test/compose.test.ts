@@ -28,7 +28,7 @@ t.test('docker-compose sets only variables the config accepts, with values it ac
   const config = loadConfig(resolved)
   t.equal(config.host, '0.0.0.0')
   t.match(config.databaseUrl, /^postgres:\/\//)
-  t.match(config.redisUrl, /^redis:\/\//)
+  t.match(config.redis, { kind: 'url', url: /^redis:\/\// })
 })
 
 t.test("the README's configuration table lists exactly the variables the config reads", async (t) => {

@@ -10,7 +10,7 @@ t.test('defaults (SPEC §5)', async (t) => {
   t.equal(config.host, '127.0.0.1')
   t.match(config.dataDir, /\/data$/)
   t.equal(config.databaseUrl, undefined)
-  t.equal(config.redisUrl, undefined)
+  t.equal(config.redis, undefined)
   t.equal(config.adminToken, undefined)
   t.same(config.jwt.keys, [], 'no key: one is generated and kept in the store')
   t.equal(config.jwt.clockToleranceSeconds, 0)
@@ -25,6 +25,8 @@ t.test('durations', async (t) => {
   t.equal(parseDuration('7d'), 7 * 86400)
   for (const bad of ['0h', '10', 'h', '1w', '-1h', '1.5h', ' 1h', '1H', '', '01h', '1hh']) t.equal(parseDuration(bad), undefined, JSON.stringify(bad))
 })
+
+const PG = 'postgres://root@127.0.0.1:5432/test'
 
 const pem = (type: 'ed25519' | 'ec') =>
   generateKeyPairSync(type as 'ec', (type === 'ec' ? { namedCurve: 'prime256v1' } : {}) as { namedCurve: string }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
@@ -75,6 +77,21 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ CACHE_SIZE: 'many' }, 'CACHE_SIZE'],
     [{ SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
     [{ REDIS_URL: 'redis://127.0.0.1:6379' }, 'REDIS_URL'],
+    // Issue 13: Redis Sentinel, the other shape of the Redis settings.
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS'],
+    [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379' }, 'REDIS_SENTINEL_NAME'],
+    [{ DATABASE_URL: PG, REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINEL_NAME'],
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINEL_NAME'],
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_PASSWORD: 'secret' }, 'REDIS_PASSWORD'],
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_USERNAME: 'chat' }, 'REDIS_USERNAME'],
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' }, 'REDIS_TLS'],
+    [{ DATABASE_URL: PG, REDIS_SENTINEL_PASSWORD: 'secret' }, 'REDIS_SENTINEL_PASSWORD'],
+    [{ REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS'],
+    ...['s1', 's1:', ':26379', 's1:0', 's1:70000', 's1:26379,,s2:26379', '::1:26379', '[::1]', '[not-v6]:26379', 'a b:1', 's1:26379,s1:26379'].map(
+      (sentinels) => [{ DATABASE_URL: PG, REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS'] as [Record<string, string>, string],
+    ),
+    [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'my master' }, 'REDIS_SENTINEL_NAME'],
+    [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_TLS: 'perhaps' }, 'REDIS_TLS'],
   ]
   for (const [env, variable] of cases) {
     const error = (() => {
@@ -88,6 +105,35 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     t.equal((error as ConfigError).variable, variable, `${JSON.stringify(env)} names ${variable}`)
     t.match((error as Error).message, new RegExp(`^${variable}`))
   }
+})
+
+t.test('Redis: one server by URL, or Redis Sentinel', async (t) => {
+  t.same(loadConfig({ DATABASE_URL: PG, REDIS_URL: 'rediss://chat:pw@r:6380' }).redis, { kind: 'url', url: 'rediss://chat:pw@r:6380' })
+  t.same(loadConfig({ DATABASE_URL: PG, REDIS_SENTINELS: ' s1:26379, 10.0.0.2:26380 ,[::1]:26381', REDIS_SENTINEL_NAME: 'chat-auth' }).redis, {
+    kind: 'sentinel',
+    sentinels: [
+      { host: 's1', port: 26379 },
+      { host: '10.0.0.2', port: 26380 },
+      { host: '::1', port: 26381 },
+    ],
+    name: 'chat-auth',
+    sentinelUsername: undefined,
+    sentinelPassword: undefined,
+    username: undefined,
+    password: undefined,
+    tls: false,
+  })
+  const withSecrets = loadConfig({
+    DATABASE_URL: PG,
+    REDIS_SENTINELS: 's1:26379',
+    REDIS_SENTINEL_NAME: 'm',
+    REDIS_SENTINEL_USERNAME: 'watcher',
+    REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    REDIS_USERNAME: 'chat',
+    REDIS_PASSWORD: 'data-secret',
+    REDIS_TLS: 'true',
+  }).redis
+  t.match(withSecrets, { kind: 'sentinel', sentinelUsername: 'watcher', sentinelPassword: 'sentinel-secret', username: 'chat', password: 'data-secret', tls: true })
 })
 
 t.test('limits: defaults and accepted values', async (t) => {

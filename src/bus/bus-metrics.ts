@@ -9,7 +9,7 @@ export interface BusMetrics {
   reconnect(reason: string): void
   message(kind: 'change' | 'ack' | 'replayed'): void
   rejected(kind: 'change' | 'ack', reason: Rejection): void
-  error(operation: 'register' | 'registration_lost' | 'ack_publish' | 'publish_retry' | 'connection' | 'handler'): void
+  error(operation: 'register' | 'registration_lost' | 'ack_publish' | 'publish_retry' | 'connection' | 'handler' | 'sentinel'): void
   published(outcome: PublishOutcome, latencyMs: number): void
 }
 
@@ -35,7 +35,7 @@ export function throttledLog(log: Logger, now: () => number): (what: string, fie
   }
 }
 
-export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpochFlush: boolean): BusMetrics {
+export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpochFlush: boolean, unsafeNoPrimaryCheck = false): BusMetrics {
   const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason', ['reason'])
   const reconnect = metrics.counter('chat_auth_bus_reconnects_total', 'Subscriber connections lost (a new one follows), by reason', ['reason'])
   const message = metrics.counter('chat_auth_bus_messages_total', 'Authenticated messages received, by kind (change, ack, replayed)', ['kind'])
@@ -44,7 +44,7 @@ export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpoc
     'Messages refused (changed nothing, not acknowledged), by kind and reason: malformed, unknown_key (no key of ours), bad_mac (forged or tampered)',
     ['kind', 'reason'],
   )
-  const error = metrics.counter('chat_auth_bus_errors_total', 'Failures on the bus, by operation (register, registration_lost, ack_publish, publish_retry, connection, handler)', ['operation'])
+  const error = metrics.counter('chat_auth_bus_errors_total', 'Failures on the bus, by operation (register, registration_lost, ack_publish, publish_retry, connection, handler, sentinel)', ['operation'])
   const published = metrics.counter(
     'chat_auth_bus_publishes_total',
     'Changes published, by outcome: acked (every registered node acknowledged), lease_expired (waited out the lease of a node that did not), unknown_receivers (a subscriber outside the registry: waited out the lease), failed (Redis could not confirm: the write answered 503)',
@@ -62,6 +62,9 @@ export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpoc
   )
   if (unsafeNoEpochFlush) {
     metrics.collect('chat_auth_bus_unsafe_no_epoch_flush', '1: this node runs with a coherence defence disabled (chaos tests only)', 'gauge', () => 1)
+  }
+  if (unsafeNoPrimaryCheck) {
+    metrics.collect('chat_auth_bus_unsafe_no_primary_check', '1: this node does not check the primary with the sentinels (chaos tests only)', 'gauge', () => 1)
   }
   return {
     epoch: (reason) => epoch({ reason }),

@@ -1,10 +1,20 @@
-import { Redis } from 'ioredis'
+import type { RedisConnection } from '../config.js'
+import { createRedisClient } from './redis-connection.js'
 
 /**
  * The Redis connection of the failed-credential limits (src/http/failure-limits.ts), made
  * here because every Redis connection of the service is made in bus/. A credential check
  * must not wait for a Redis that is away: no offline queue, no retries, a short timeout.
+ * With Sentinel, ioredis leaves a primary as soon as a sentinel announces a failover
+ * (`failoverDetector`), so the counts move to the new primary without waiting for the old
+ * one to be demoted.
  */
-export function createFailureCountsRedis(url: string) {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, lazyConnect: true })
+export function createFailureCountsRedis(connection: RedisConnection) {
+  return createRedisClient(connection, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    lazyConnect: true,
+    ...(connection.kind === 'sentinel' ? { failoverDetector: true } : {}),
+  })
 }

@@ -21,6 +21,12 @@ export interface PublisherOptions {
   writerWaitMs: number
   youthMs: number
   publishTimeoutMs: number
+  /**
+   * Redis Sentinel (sentinel-watch.ts `confirm`): the time since which a majority of
+   * sentinels has named the server at `address` the primary, once a majority asked after
+   * `after` named it; undefined when they did not. Absent with one Redis server.
+   */
+  confirmPrimary?: (address: string, after: number, timeoutMs: number) => Promise<number | undefined>
   now: () => number
   /** a publish attempt failed and will be retried (logged once per publish) */
   onRetry(error: Error): void
@@ -79,6 +85,13 @@ export function createPublisher(options: PublisherOptions): Publisher {
     })
   }
 
+  /** With Sentinel: see `confirmPrimary`; with one Redis server there is nothing to confirm. */
+  async function confirmPrimary(reply: PublishReply, repliedAt: number, startedAt: number): Promise<number | undefined> {
+    if (!options.confirmPrimary) return Number.NEGATIVE_INFINITY
+    if (reply.address === undefined) return undefined
+    return options.confirmPrimary(reply.address, repliedAt, Math.max(options.writerWaitMs, startedAt + options.publishTimeoutMs - now()))
+  }
+
   async function publish(row: RowChanged): Promise<void> {
     const startedAt = now()
     const id = `${nodeId}.${++counter}`
@@ -100,8 +113,14 @@ export function createPublisher(options: PublisherOptions): Publisher {
       const unknownReceivers = reply.receivers > waitFor.length + 1
       const leaseDeadline = repliedAt + options.writerWaitMs
       const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
-      const allAcked = await waitForAcks(entry, waitFor, leaseDeadline)
-      const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0)
+      const [allAcked, primarySince] = await Promise.all([waitForAcks(entry, waitFor, leaseDeadline), confirmPrimary(reply, repliedAt, startedAt)])
+      if (primarySince === undefined) {
+        options.onOutcome('failed', now() - startedAt, [])
+        throw new StoreUnavailableError('invalidation channel unavailable: the server that took the publish is not the primary the sentinels name')
+      }
+      // Nodes still on a previous primary stop trusting within a lease of the majority naming this one.
+      const primaryDeadline = primarySince + options.writerWaitMs
+      const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0, primaryDeadline)
       if (now() < deadline) await sleep(deadline - now())
       const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
       options.onOutcome(outcome, now() - startedAt, allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n)))

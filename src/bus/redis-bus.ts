@@ -10,6 +10,8 @@ import { createBusMetrics, throttledLog } from './bus-metrics.js'
 import { createPublisher, sleep, withTimeout } from './publisher.js'
 import { createRegistry } from './registry.js'
 import { createSubscriber } from './subscriber.js'
+import type { RedisConnection } from '../config.js'
+import { createSentinelWatch, type SentinelWatch } from './sentinel-watch.js'
 
 /**
  * The invalidation bus over Redis pub/sub, made strict, from five parts: the subscriber
@@ -19,7 +21,9 @@ import { createSubscriber } from './subscriber.js'
  * See "Many nodes over Redis" in the README for the guarantee and what it rests on.
  */
 export interface RedisBusOptions {
-  url: string
+  /** how to reach Redis: one server by URL, or the primary Sentinel names (`url` is short for `{ kind: 'url', url }`) */
+  connection?: RedisConnection
+  url?: string
   leaseMs: number
   logger: Logger
   metrics: Metrics
@@ -34,6 +38,12 @@ export interface RedisBusOptions {
    * point, never the configuration): do not flush the caches on a new epoch.
    */
   unsafeNoEpochFlush?: boolean
+  /**
+   * UNSAFE — only for the chaos test's Sentinel mutant (same entry point): trust the
+   * subscribed server without asking the sentinels, and answer writes without confirming
+   * the primary.
+   */
+  unsafeNoPrimaryCheck?: boolean
 }
 
 export interface RedisBus extends InvalidationBus {
@@ -53,6 +63,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const deadAfterMs = leaseMs * 2
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
 
+  const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
   const codec = createMessageCodec(prefix, options.keys)
   const trust = new Trust(leaseMs, leaseMs * 3)
   const changeHandlers: Array<(change: Change | RowChanged) => void> = []
@@ -69,10 +80,50 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     options.metrics,
     { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch },
     options.unsafeNoEpochFlush === true,
+    options.unsafeNoPrimaryCheck === true,
   )
   if (options.unsafeNoEpochFlush) log.warn('UNSAFE: caches are not flushed on a new epoch (chaos-test entry point)')
 
-  const trusted = (): boolean => !closed && trust.trustedAt(now())
+  // ── Redis Sentinel: which server is the primary (sentinel-watch.ts) ──────
+  let subscribedAddress: string | undefined
+  const watch: SentinelWatch | undefined =
+    connection.kind === 'sentinel' && !options.unsafeNoPrimaryCheck
+      ? createSentinelWatch({
+          connection,
+          leaseMs,
+          queryTimeoutMs: leaseMs,
+          now,
+          onPrimaryChanged(address) {
+            // What the caches hold may predate changes published on the new primary.
+            newEpoch('primary_changed')
+            log.warn({ primary: address }, address === undefined ? 'no majority of sentinels names a primary' : 'the sentinels name a new primary')
+            leaveFormerPrimary()
+          },
+          onError(error) {
+            count.error('sentinel')
+            warnThrottled('redis sentinel connection error', { err: error.message })
+          },
+        })
+      : undefined
+  if (options.unsafeNoPrimaryCheck) log.warn('UNSAFE: the primary is not checked with the sentinels (chaos-test entry point)')
+
+  /** With Sentinel: only while a majority of sentinels, asked within a lease, name the server we are subscribed to. */
+  const primaryVouched = (at: number): boolean => watch === undefined || (subscribedAddress !== undefined && subscribedAddress === watch.primaryAddress() && at < watch.vouchedUntil())
+
+  const trusted = (): boolean => {
+    if (closed) return false
+    const at = now()
+    return trust.trustedAt(at) && primaryVouched(at)
+  }
+
+  /** Connections on a server the sentinels no longer name are dropped; ioredis asks them again. */
+  function leaveFormerPrimary(): void {
+    const primary = watch?.primaryAddress()
+    if (primary === undefined) return
+    if (subscriber.isSubscribed() && subscribedAddress !== primary) subscriber.drop('primary_changed')
+    const commandAddress = registry.address()
+    if (commandAddress !== undefined && commandAddress !== primary) registry.reconnect()
+  }
 
   function newEpoch(reason: string): void {
     epoch++
@@ -99,7 +150,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
 
   // ── command connection: registry, publish, acks ─────────────────────────
   const registry = createRegistry({
-    url: options.url,
+    connection,
     prefix,
     nodeId,
     ttlMs: trust.registrationTtlMs,
@@ -126,6 +177,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     writerWaitMs: writerWaitMs(leaseMs),
     youthMs: youthMs(leaseMs),
     publishTimeoutMs: Math.max(1000, leaseMs * 2),
+    ...(watch ? { confirmPrimary: watch.confirm } : {}),
     now,
     onRetry: (error) => {
       count.error('publish_retry')
@@ -151,12 +203,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   })
 
   const subscriber = createSubscriber(
-    { url: options.url, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel], connectTimeoutMs },
+    { connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel], connectTimeoutMs },
     {
-      subscribed(runId) {
+      subscribed(runId, address) {
         // From here on every change reaches us; what the caches hold from before may not
         // have been followed, and fills in flight may have read before a change we missed.
         trust.subscribed(runId)
+        subscribedAddress = address
         newEpoch('subscribed')
         log.info({ runId }, 'invalidation channel subscribed')
         ping()
@@ -170,6 +223,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       lost(reason, error) {
         const wasSubscribed = trust.isSubscribed()
         trust.lost()
+        subscribedAddress = undefined
         count.reconnect(reason)
         if (wasSubscribed) log.warn({ reason, err: error?.message }, 'invalidation channel lost')
         else warnThrottled('invalidation channel unavailable', { reason, err: error?.message })
@@ -194,7 +248,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     const stalled = at - lastTick > tickMs * 3 + 50
     lastTick = at
     registry.renew()
+    watch?.poll()
     if (stalled) return
+    leaveFormerPrimary()
     if (!subscriber.isSubscribed()) {
       if (at - subscriber.openedAt() > connectTimeoutMs) subscriber.drop('subscribe_timeout')
       return
@@ -211,6 +267,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       started = true
       registry.connect()
       subscriber.start()
+      watch?.poll()
       tickTimer = setInterval(tick, tickMs)
       // A node may serve (from the store) before the channel vouches for its cache; give it
       // a moment to do so, but never refuse to start because Redis is away.
@@ -243,6 +300,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       trust.lost()
       newEpoch('closed')
       registry.close()
+      watch?.close()
     },
   }
 }

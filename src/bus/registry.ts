@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import type { RedisConnection } from '../config.js'
+import { connectedAddress, createRedisClient } from './redis-connection.js'
 
 /**
  * The node's command connection (ioredis, reconnecting, but failing fast: nothing is queued
@@ -19,6 +21,8 @@ export interface PublishReply {
   instanceAgeMs: number
   /** nodes registered when the message went out */
   nodes: string[]
+  /** host:port of the server that ran the publish (undefined if the connection closed meanwhile) */
+  address: string | undefined
 }
 
 export interface Registration {
@@ -28,7 +32,7 @@ export interface Registration {
 }
 
 export interface RegistryOptions {
-  url: string
+  connection: RedisConnection
   prefix: string
   nodeId: string
   /** how long an entry lives on Redis's clock after each renewal */
@@ -47,6 +51,10 @@ export interface Registry {
   publish(payload: string): Promise<PublishReply>
   /** Publishes on another node's ack channel; rejects when the connection is not ready. */
   publishAck(channel: string, payload: string): Promise<unknown>
+  /** host:port of the server the command connection is on now */
+  address(): string | undefined
+  /** Drops the command connection and makes a new one (Sentinel: to the primary named now). */
+  reconnect(): void
   deregister(): Promise<void>
   close(): void
 }
@@ -85,7 +93,7 @@ type ScriptedRedis = Redis & {
 
 export function createRegistry(options: RegistryOptions): Registry {
   const { prefix, nodeId, now } = options
-  const redis = new Redis(options.url, {
+  const redis = createRedisClient(options.connection, {
     lazyConnect: true,
     connectionName: `${prefix}:cmd:${nodeId}`,
     enableOfflineQueue: false,
@@ -128,9 +136,13 @@ export function createRegistry(options: RegistryOptions): Registry {
     renew,
     async publish(payload) {
       const [receivers, instanceAgeMs, nodes] = await redis.chatAuthPublish(registryKey, channel, bornPrefix, payload)
-      return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String) }
+      return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String), address: connectedAddress(redis) }
     },
     publishAck: (ackChannel, payload) => redis.publish(ackChannel, payload),
+    address: () => (redis.status === 'ready' ? connectedAddress(redis) : undefined),
+    reconnect() {
+      if (!closed && redis.status === 'ready') redis.disconnect(true)
+    },
     async deregister() {
       if (redis.status === 'ready') await redis.chatAuthDeregister(registryKey, nodeId)
     },

@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import type { RedisConnection } from '../config.js'
+import { connectedAddress, createRedisClient } from './redis-connection.js'
 
 /**
  * The node's subscriber connection: one ioredis instance per TCP connection, never
@@ -14,8 +16,8 @@ import { Redis } from 'ioredis'
  * connection ends (status `end`) and its queued commands are rejected.
  */
 export interface SubscriberEvents {
-  /** Every channel is confirmed on the Redis instance `runId`. */
-  subscribed(runId: string): void
+  /** Every channel is confirmed on the Redis instance `runId`, at `address` (host:port). */
+  subscribed(runId: string, address: string): void
   message(channel: string, payload: string): void
   pong(): void
   /** The connection is gone (or given up on); `subscribed` may come again on a new one. */
@@ -25,7 +27,7 @@ export interface SubscriberEvents {
 }
 
 export interface SubscriberOptions {
-  url: string
+  connection: RedisConnection
   /** CLIENT SETNAME of every connection */
   name: string
   channels: string[]
@@ -57,7 +59,7 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
   function connect(): void {
     reconnectTimer = undefined
     if (closed) return
-    const redis = new Redis(options.url, {
+    const redis = createRedisClient(options.connection, {
       lazyConnect: true,
       connectionName: options.name,
       connectTimeout: options.connectTimeoutMs,
@@ -69,6 +71,8 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
       autoResendUnfulfilledCommands: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
+      // Sentinel mode: when no sentinel answers, this connection attempt fails (the next is a new instance).
+      sentinelRetryStrategy: () => null,
     })
     const conn = { redis, openedAt: now(), subscribed: false, dead: false }
     current = conn
@@ -85,11 +89,13 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
       const info = await redis.info('server')
       const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1]
       if (runId === undefined) throw new Error('INFO server gave no run_id')
+      const address = connectedAddress(redis)
+      if (address === undefined) throw new Error('connection closed before it subscribed')
       await redis.subscribe(...options.channels)
       if (conn.dead) return
       conn.subscribed = true
       attempt = 0
-      events.subscribed(runId)
+      events.subscribed(runId, address)
     })().catch((error: Error) => lose(conn, 'subscribe_failed', error))
   }
 

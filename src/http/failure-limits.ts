@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { createFailureCountsRedis } from '../bus/failure-counts-redis.js'
+import type { RedisConnection } from '../config.js'
 
 /**
  * SPEC §7.3: failed credentials counted per client address and per keyId in one-minute
@@ -20,7 +21,7 @@ export interface FailureLimits {
 export interface FailureLimitsOptions {
   /** failures per window; 0: no limit */
   limit: number
-  redisUrl: string | undefined
+  redis: RedisConnection | undefined
   redisPrefix: string
 }
 
@@ -30,9 +31,9 @@ const LOCAL_ENTRIES = 100_000
 
 type Limiter = ReturnType<FastifyInstance['createRateLimit']>
 
-export async function registerFailureLimits(fastify: FastifyInstance, { limit, redisUrl, redisPrefix }: FailureLimitsOptions): Promise<FailureLimits | undefined> {
+export async function registerFailureLimits(fastify: FastifyInstance, { limit, redis: connection, redisPrefix }: FailureLimitsOptions): Promise<FailureLimits | undefined> {
   if (limit === 0) return undefined
-  const redis = redisUrl === undefined ? undefined : createFailureCountsRedis(redisUrl)
+  const redis = connection === undefined ? undefined : createFailureCountsRedis(connection)
   if (redis !== undefined) {
     redis.on('error', (error: Error) => fastify.log.warn({ err: error }, 'failure limits: Redis unavailable; failures are not counted meanwhile'))
     // Connected before the first request, so that the first failures already count across nodes.

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
@@ -146,4 +146,148 @@ export async function startPostgres(): Promise<PostgresServer> {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+// ── Redis Sentinel ───────────────────────────────────────────────────────────
+export interface SentinelSet {
+  /** the master name the sentinels monitor */
+  readonly name: string
+  /** the two data servers' ports (the first starts as primary, the second as its replica) */
+  readonly dataPorts: readonly number[]
+  readonly sentinelPorts: readonly number[]
+  /** REDIS_SENTINELS for a node */
+  readonly sentinelsEnv: string
+  /** the port of the primary the sentinels name now (asks the first that answers) */
+  primaryPort(): Promise<number>
+  /** ports named as primary by each sentinel (undefined: that one did not answer) */
+  namedPorts(): Promise<Array<number | undefined>>
+  /** a plain client on one data server (by port) or sentinel, for faults and checks */
+  client(port: number): Promise<Redis>
+  /** SENTINEL FAILOVER, resolved once every sentinel names the other server */
+  failover(timeoutMs?: number): Promise<number>
+  /** SIGKILL of the primary named now; resolves with its port once every sentinel names the other */
+  killPrimary(timeoutMs?: number): Promise<number>
+  /** starts a data server that was killed again, on its port, as the primary it was configured as */
+  restart(port: number): Promise<void>
+  /** resolves once the server on `port` reports the role (`master` or `slave`) */
+  waitForRole(port: number, role: 'master' | 'slave', timeoutMs?: number): Promise<void>
+  stop(): Promise<void>
+}
+
+/**
+ * One primary, one replica and three sentinels (`redis-server --sentinel`), each on a free
+ * port, with failover timings short enough for a test: a primary is down after 1 s
+ * without an answer, and a failover may follow another after 4 s.
+ */
+export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet> {
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-sentinel-'))
+  const dataPorts = [await freePort(), await freePort()]
+  const sentinelPorts = [await freePort(), await freePort(), await freePort()]
+  const servers = new Map<number, ChildHandle>()
+  const clients = new Map<number, Redis>()
+  const client = async (port: number) => {
+    let c = clients.get(port)
+    if (!c) {
+      c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50, lazyConnect: true })
+      c.on('error', () => {})
+      clients.set(port, c)
+    }
+    return c
+  }
+  const answers = async (port: number): Promise<string | undefined> => {
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    probe.on('error', () => {})
+    try {
+      await probe.connect()
+      return await probe.ping()
+    } finally {
+      probe.disconnect()
+    }
+  }
+  const launch = async (port: number, args: string[], label: string) => {
+    const started = spawnProcess('redis-server', args, { name: label })
+    servers.set(port, started)
+    await waitFor(
+      `${label} on port ${port} to answer PING`,
+      async () => {
+        if (!started.running()) throw new Error(`${label} exited: ${started.output()}`)
+        return answers(port)
+      },
+      { until: (reply) => reply === 'PONG' },
+    )
+  }
+  const dataArgs = (port: number) => [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning',
+    '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
+  ]
+  const [first, second] = dataPorts as [number, number]
+  await launch(first, dataArgs(first), 'redis-primary')
+  await launch(second, [...dataArgs(second), '--replicaof', '127.0.0.1', String(first)], 'redis-replica')
+  for (const [i, port] of sentinelPorts.entries()) {
+    const file = join(dir, `sentinel-${i}.conf`)
+    writeFileSync(
+      file,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${first} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 2000`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    )
+    await launch(port, [file, '--sentinel', '--loglevel', 'warning'], `redis-sentinel-${i}`)
+  }
+  const named = async (port: number): Promise<number | undefined> => {
+    const reply = (await (await client(port)).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).catch(() => undefined)) as string[] | undefined
+    return reply ? Number(reply[1]) : undefined
+  }
+  const namedPorts = () => Promise.all(sentinelPorts.map(named))
+  const everyoneNames = (port: number, what: string, timeoutMs: number) =>
+    waitFor(what, namedPorts, { until: (ports) => ports.every((p) => p === port), timeoutMs, everyMs: 50 })
+  const set: SentinelSet = {
+    name,
+    dataPorts,
+    sentinelPorts,
+    sentinelsEnv: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
+    async primaryPort() {
+      for (const port of sentinelPorts) {
+        const p = await named(port)
+        if (p !== undefined) return p
+      }
+      throw new Error('no sentinel answered')
+    },
+    namedPorts,
+    client,
+    async failover(timeoutMs = 20_000) {
+      const before = await set.primaryPort()
+      const after = dataPorts.find((p) => p !== before)!
+      // A sentinel refuses while it sees no replica fit for promotion yet (just after a resync).
+      await waitFor('SENTINEL FAILOVER to be accepted', async () => (await client(sentinelPorts[0]!)).call('SENTINEL', 'FAILOVER', name), { until: (reply) => reply === 'OK', timeoutMs, everyMs: 200 })
+      await everyoneNames(after, `every sentinel to name ${after} after SENTINEL FAILOVER`, timeoutMs)
+      return after
+    },
+    async killPrimary(timeoutMs = 30_000) {
+      const before = await set.primaryPort()
+      await servers.get(before)?.kill9()
+      clients.get(before)?.disconnect()
+      clients.delete(before)
+      await everyoneNames(dataPorts.find((p) => p !== before)!, `every sentinel to name a new primary after ${before} was killed`, timeoutMs)
+      return before
+    },
+    async restart(port) {
+      await launch(port, dataArgs(port), port === first ? 'redis-primary' : 'redis-replica')
+    },
+    async waitForRole(port, role, timeoutMs = 30_000) {
+      await waitFor(`${port} to report role ${role}`, async () => ((await (await client(port)).call('ROLE')) as unknown[])[0], { until: (r) => r === role, timeoutMs, everyMs: 100 })
+    },
+    async stop() {
+      for (const c of clients.values()) c.disconnect()
+      await Promise.allSettled([...servers.values()].map((s) => s.stop(3000)))
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+  return set
 }

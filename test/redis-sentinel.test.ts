@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto'
+import t from 'tap'
+import { pino } from 'pino'
+import type { RedisSentinelConnection } from '../src/config.js'
+import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
+import type { Change, RowChanged } from '../src/bus/bus.js'
+import { deriveBusKeys } from '../src/bus/messages.js'
+import { StoreUnavailableError } from '../src/errors.js'
+import { Metrics } from '../src/metrics.js'
+import { sleep, waitFor } from './support/poll.js'
+import { startSentinelSet, type SentinelSet } from './support/services.js'
+
+/**
+ * The Redis bus in Sentinel mode against real servers: one primary, one replica and three
+ * sentinels of this test's own (test/support/services.ts). Failovers as Sentinel does them;
+ * nothing is timed, every wait is for a state.
+ */
+const LEASE_MS = 200
+const prefix = `chat-auth-sentinel-${randomBytes(4).toString('hex')}`
+const logger = pino({ level: 'silent' })
+const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'redis-sentinel-test-secret-of-at-least-32-bytes' }])
+
+interface Node {
+  bus: RedisBus
+  metrics: Metrics
+  changes: Array<Change | RowChanged>
+  epochs: number
+}
+
+let set: SentinelSet
+const nodes: Node[] = []
+
+t.before(async () => {
+  set = await startSentinelSet()
+})
+t.teardown(async () => {
+  await Promise.allSettled(nodes.map((n) => n.bus.close()))
+  await set?.stop()
+})
+
+function connection(): RedisSentinelConnection {
+  return {
+    kind: 'sentinel',
+    sentinels: set.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })),
+    name: set.name,
+    sentinelUsername: undefined,
+    sentinelPassword: undefined,
+    username: undefined,
+    password: undefined,
+    tls: false,
+  }
+}
+
+function node(): Node {
+  const metrics = new Metrics()
+  const bus = createRedisBus({ connection: connection(), leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS })
+  const n: Node = { bus, metrics, changes: [], epochs: 0 }
+  bus.onChange((change) => n.changes.push(change))
+  bus.onEpochChange(() => n.epochs++)
+  nodes.push(n)
+  return n
+}
+
+let revision = 0
+const userChange = (id = 'u1'): Change => ({
+  kind: 'user',
+  state: { id, companyId: 'c', externalId: 'e', agentId: 'a', tokenVersion: ++revision, active: true, revision },
+})
+
+const until = (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 15_000) => waitFor(what, predicate, { timeoutMs, everyMs: 10 })
+
+/** Is this node's subscriber connection on the data server at `port`? */
+const subscribedOn = async (port: number, n: Node): Promise<boolean> => {
+  const list = (await (await set.client(port)).client('LIST')) as string
+  return list.includes(` name=${prefix}:sub:${n.bus.nodeId} `)
+}
+
+const received = (n: Node, id: string) => n.changes.some((c) => JSON.stringify(c).includes(`"${id}"`))
+
+t.test('SENTINEL FAILOVER: nodes leave the old primary while it still serves, flush, and changes flow on the new one', async (t) => {
+  const [a, b] = [node(), node()]
+  await Promise.all([a.bus.start(), b.bus.start()])
+  await until('both nodes to trust their caches', () => a.bus.trusted() && b.bus.trusted())
+  const before = await set.primaryPort()
+  await a.bus.publish(userChange('before-failover'))
+  t.ok(received(b, 'before-failover'), 'a change reaches the other node before the failover')
+
+  const epochs = [a.epochs, b.epochs]
+  let trustLapsed = [false, false]
+  const watching = setInterval(() => (trustLapsed = [trustLapsed[0] || !a.bus.trusted(), trustLapsed[1] || !b.bus.trusted()]), 2)
+  const after = await set.failover()
+  t.not(after, before, `the sentinels name ${after} instead of ${before}`)
+  await until('both subscribers on the new primary, none left on the old one', async () => {
+    const onNew = (await subscribedOn(after, a)) && (await subscribedOn(after, b))
+    const onOld = (await subscribedOn(before, a)) || (await subscribedOn(before, b))
+    return onNew && !onOld
+  })
+  // Sentinel demotes the old primary only seconds after the switch: the nodes left it on
+  // the sentinels' word, not because it closed their connections.
+  t.equal(((await (await set.client(before)).call('ROLE')) as unknown[])[0], 'master', 'the old primary still called itself primary when the nodes had left it')
+  await until('both nodes to trust again', () => a.bus.trusted() && b.bus.trusted())
+  clearInterval(watching)
+  t.same(trustLapsed, [true, true], 'each node stopped trusting its cache during the switch')
+  t.ok(a.epochs > epochs[0]! && b.epochs > epochs[1]!, 'each node flushed its caches')
+  t.match(await a.metrics.render(), /chat_auth_bus_epoch_changes_total\{reason="primary_changed"\} [1-9]/, 'the flush says why')
+
+  await b.bus.publish(userChange('after-failover'))
+  t.ok(received(a, 'after-failover'), 'a change published on the new primary reaches the other node')
+})
+
+t.test('primary killed: writes fail while no primary serves and succeed once the new one does', async (t) => {
+  const [a, b] = nodes.length >= 2 ? [nodes[0]!, nodes[1]!] : [node(), node()]
+  await Promise.all([a.bus.start(), b.bus.start()])
+  await until('both nodes to trust their caches', () => a.bus.trusted() && b.bus.trusted())
+  // A sentinel refuses a new failover for a while after the last one; the kill waits it out.
+  const killing = set.killPrimary(60_000)
+  await sleep(20)
+  const during = await a.bus.publish(userChange('while-down')).then(
+    () => 'resolved',
+    (error: unknown) => error,
+  )
+  t.type(during, StoreUnavailableError, 'a publish while no primary answers rejects (the write answers 503; the outbox delivers it)')
+  const killed = await killing
+  t.ok(!a.bus.trusted() || !(await subscribedOn(killed, a).catch(() => false)), 'no node trusts a dead primary')
+  await until('both nodes to trust again, on the new primary', () => a.bus.trusted() && b.bus.trusted(), 30_000)
+  const primary = await set.primaryPort()
+  t.ok((await subscribedOn(primary, a)) && (await subscribedOn(primary, b)), 'both subscribed on the new primary')
+  await a.bus.publish(userChange('after-kill'))
+  t.ok(received(b, 'after-kill'), 'a change published on the new primary reaches the other node')
+})
