@@ -1,19 +1,20 @@
-/** The CLI's admin subcommands, each mapped to its call of the admin API (SPEC §4). */
-export interface AdminCall {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE'
-  path: string
-  body?: Record<string, unknown>
-}
+import type { AdminClient } from './client/index.js'
 
-export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean }
+/** The admin client's calls (its `events` generator aside: the CLI lists one page). */
+type AdminMethod = Exclude<keyof AdminClient, 'events'>
+
+/** The CLI's admin subcommands, each mapped to one call of the typed client (SPEC §4, §7.1, §7.2). */
+export type AdminCall = { [M in AdminMethod]: { call: M; args: Parameters<AdminClient[M]> } }[AdminMethod]
+
+export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean; limit?: string; before?: string }
 
 interface Command {
   /** the arguments after `chat-auth <group> <action>`, as the usage shows them */
   usage: string
-  call(id: (what: string) => string, flags: Flags & { activeFlag(): boolean | undefined }): AdminCall
+  call(id: (what: string) => string, flags: Flags & { activeFlag(): boolean | undefined; limitFlag(): number | undefined }): AdminCall
 }
 
-const defined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
+const defined = <T extends Record<string, unknown>>(body: T): T => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)) as T
 const required = (value: string | undefined, what: string, command: string): string => {
   if (!value) throw new UsageError(`${command} needs ${what}`)
   return value
@@ -22,41 +23,46 @@ const required = (value: string | undefined, what: string, command: string): str
 /** Every admin subcommand by group and action; the usage text is made from this table. */
 const COMMANDS: Record<string, Record<string, Command>> = {
   companies: {
-    create: { usage: '--name NAME', call: (_, f) => ({ method: 'POST', path: '/admin/v1/companies', body: { name: f.name } }) },
-    get: { usage: 'COMPANY_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/companies/${id('a company id')}` }) },
+    create: { usage: '--name NAME', call: (_, f) => ({ call: 'createCompany', args: [{ name: f.name! }] }) },
+    get: { usage: 'COMPANY_ID', call: (id) => ({ call: 'getCompany', args: [id('a company id')] }) },
     update: {
       usage: 'COMPANY_ID [--name NAME] [--default-agent-id AGENT_ID]',
-      call: (id, f) => ({ method: 'PATCH', path: `/admin/v1/companies/${id('a company id')}`, body: defined({ name: f.name, defaultAgentId: f['default-agent-id'] }) }),
+      call: (id, f) => ({ call: 'updateCompany', args: [id('a company id'), defined({ name: f.name, defaultAgentId: f['default-agent-id'] })] }),
     },
+    'revoke-tokens': { usage: 'COMPANY_ID   (every token of the company issued so far)', call: (id) => ({ call: 'revokeCompanyTokens', args: [id('a company id')] }) },
   },
   agents: {
     create: {
       usage: 'COMPANY_ID --name NAME [--inactive]',
-      call: (id, f) => ({ method: 'POST', path: `/admin/v1/companies/${id('a company id')}/agents`, body: { name: f.name, active: !f.inactive } }),
+      call: (id, f) => ({ call: 'createAgent', args: [id('a company id'), { name: f.name!, active: !f.inactive }] }),
     },
     update: {
       usage: 'AGENT_ID [--name NAME] [--active true|false]',
-      call: (id, f) => ({ method: 'PATCH', path: `/admin/v1/agents/${id('an agent id')}`, body: defined({ name: f.name, active: f.activeFlag() }) }),
+      call: (id, f) => ({ call: 'updateAgent', args: [id('an agent id'), defined({ name: f.name, active: f.activeFlag() })] }),
     },
+    'revoke-tokens': { usage: 'AGENT_ID   (every token of the agent issued so far)', call: (id) => ({ call: 'revokeAgentTokens', args: [id('an agent id')] }) },
   },
   'api-keys': {
-    create: {
-      usage: 'COMPANY_ID [--name NAME]',
-      call: (id, f) => ({ method: 'POST', path: `/admin/v1/companies/${id('a company id')}/api-keys`, body: defined({ name: f.name }) }),
-    },
-    list: { usage: 'COMPANY_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/companies/${id('a company id')}/api-keys` }) },
-    revoke: { usage: 'KEY_ID', call: (id) => ({ method: 'DELETE', path: `/admin/v1/api-keys/${id('a key id')}` }) },
+    create: { usage: 'COMPANY_ID [--name NAME]', call: (id, f) => ({ call: 'createApiKey', args: [id('a company id'), defined({ name: f.name })] }) },
+    list: { usage: 'COMPANY_ID', call: (id) => ({ call: 'listApiKeys', args: [id('a company id')] }) },
+    revoke: { usage: 'KEY_ID', call: (id) => ({ call: 'revokeApiKey', args: [id('a key id')] }) },
   },
   users: {
-    get: { usage: 'CUSTOMER_USER_ID', call: (id) => ({ method: 'GET', path: `/admin/v1/customer-users/${id('a customer user id')}` }) },
+    get: { usage: 'CUSTOMER_USER_ID', call: (id) => ({ call: 'getCustomerUser', args: [id('a customer user id')] }) },
     update: {
       usage: 'CUSTOMER_USER_ID --active true|false',
       call: (id, f) => {
-        const path = `/admin/v1/customer-users/${id('a customer user id')}`
+        const customerUserId = id('a customer user id')
         const active = f.activeFlag()
         if (active === undefined) throw new UsageError('users update needs --active true|false')
-        return { method: 'PATCH', path, body: { active } }
+        return { call: 'updateCustomerUser', args: [customerUserId, { active }] }
       },
+    },
+  },
+  events: {
+    list: {
+      usage: 'COMPANY_ID [--limit 1-500] [--before CURSOR]   (newest first; "next" is the next page\'s --before)',
+      call: (id, f) => ({ call: 'listEvents', args: [id('a company id'), defined({ limit: f.limitFlag(), before: f.before })] }),
     },
   },
 }
@@ -74,7 +80,7 @@ export function isAdminGroup(group: string): boolean {
   return Object.hasOwn(COMMANDS, group)
 }
 
-/** Maps `group action [id] --flags` to the admin API call of SPEC §4. */
+/** Maps `group action [id] --flags` to the admin client's call. */
 export function adminCall(group: string, action: string, id: string | undefined, flags: Flags): AdminCall {
   const actions = Object.hasOwn(COMMANDS, group) ? COMMANDS[group]! : undefined
   if (actions === undefined) throw new UsageError(`unknown command: ${[group, action].filter(Boolean).join(' ')}`)
@@ -89,7 +95,13 @@ export function adminCall(group: string, action: string, id: string | undefined,
     if (flags.active !== 'true' && flags.active !== 'false') throw new UsageError('--active takes true or false')
     return flags.active === 'true'
   }
-  return command.call((what) => encodeURIComponent(required(id, what, name)), { ...flags, activeFlag })
+  const limitFlag = (): number | undefined => {
+    if (flags.limit === undefined) return undefined
+    if (!/^\d+$/.test(flags.limit)) throw new UsageError('--limit takes a whole number (1-500)')
+    return Number(flags.limit)
+  }
+  // The client encodes ids into the path itself.
+  return command.call((what) => required(id, what, name), { ...flags, activeFlag, limitFlag })
 }
 
 /** A command line the CLI cannot run; `group` narrows the usage shown with it. */

@@ -6,7 +6,8 @@ import { createLogger } from './logger.js'
 import { closeOnSignals, startServer } from './server.js'
 import { createPgliteDb, createPostgresDb } from './store/db.js'
 import { migrate } from './store/migrate.js'
-import { adminCall, adminUsage, isAdminGroup, UsageError } from './admin-calls.js'
+import { adminCall, adminUsage, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
+import { ChatAuthClient, ChatAuthError, type AdminClient } from './client/index.js'
 
 // What a user sets; the chaos tests' switch that disables a safety defence is not for them.
 const SERVER_VARIABLES = CONFIG_VARIABLES.filter((name) => !name.startsWith('CHAT_AUTH_UNSAFE_'))
@@ -42,6 +43,8 @@ function parseCommandLine(argv: string[]) {
         'default-agent-id': { type: 'string' },
         active: { type: 'string' },
         inactive: { type: 'boolean' },
+        limit: { type: 'string' },
+        before: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -85,36 +88,37 @@ async function main(argv: string[]): Promise<number> {
     return 0
   }
 
-  const client = loadClientConfig()
+  const settings = loadClientConfig()
   const call = adminCall(command, action ?? '', id, values)
-  const adminToken = values['admin-token'] ?? client.adminToken
+  const adminToken = values['admin-token'] ?? settings.adminToken
   if (!adminToken) throw new UsageError('set ADMIN_TOKEN or pass --admin-token')
-  const url = new URL(call.path, values.url ?? client.url)
-  let response: Response
+  const base = values.url ?? settings.url
+  const client = new ChatAuthClient({ baseUrl: base, adminToken })
   try {
-    response = await fetch(url, {
-      method: call.method,
-      headers: { authorization: `Bearer ${adminToken}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
-      body: call.body ? JSON.stringify(call.body) : undefined,
-    })
+    process.stdout.write(JSON.stringify(await runAdminCall(client.admin, call), null, 2) + '\n')
+    return 0
   } catch (error) {
-    throw new Unreachable(values.url ?? client.url, error)
+    if (!(error instanceof ChatAuthError)) throw error
+    if (error.statusCode === 0) throw new Unreachable(base, error)
+    // The gateway's error body, as it sent it.
+    process.stderr.write(JSON.stringify(error, null, 2) + '\n')
+    return 1
   }
-  const text = await response.text()
-  let output = text
-  try {
-    output = JSON.stringify(JSON.parse(text), null, 2)
-  } catch {}
-  ;(response.ok ? process.stdout : process.stderr).write(output + '\n')
-  return response.ok ? 0 : 1
+}
+
+/** One admin call of the client, as the command line named it. */
+function runAdminCall(admin: AdminClient, { call, args }: AdminCall): Promise<unknown> {
+  return (admin[call] as (...args: unknown[]) => Promise<unknown>)(...args)
 }
 
 /** No answer from the node: say where we called, why it failed, and how to call elsewhere. */
 class Unreachable extends Error {
-  constructor(base: string, error: unknown) {
-    const cause = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)
+  constructor(base: string, error: ChatAuthError) {
+    // fetch's own reason (ECONNREFUSED, …) sits under its "fetch failed"
+    const fetchError = error.cause as (Error & { cause?: Error }) | undefined
+    const reason = error.code === 'TIMEOUT' ? 'no answer in time' : (fetchError?.cause?.message ?? fetchError?.message ?? error.message)
     super(
-      `could not reach a chat-auth node at ${base} (${cause}).\n` +
+      `could not reach a chat-auth node at ${base} (${reason}).\n` +
         `Start one with "chat-auth serve", or point the CLI at yours with --url URL or CHAT_AUTH_URL=URL.`,
     )
   }

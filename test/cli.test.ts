@@ -9,14 +9,20 @@ import { CLI, startGatewayProcess } from './support/processes.js'
 
 const run = promisify(execFile)
 
-storeIndependentTest('every admin subcommand maps to its SPEC §4 call', async (t) => {
-  t.same(adminCall('companies', 'create', undefined, { name: 'A' }), { method: 'POST', path: '/admin/v1/companies', body: { name: 'A' } })
-  t.same(adminCall('companies', 'update', 'c1', { 'default-agent-id': 'a1' }), { method: 'PATCH', path: '/admin/v1/companies/c1', body: { defaultAgentId: 'a1' } })
-  t.same(adminCall('agents', 'create', 'c1', { name: 'Bot', inactive: true }), { method: 'POST', path: '/admin/v1/companies/c1/agents', body: { name: 'Bot', active: false } })
-  t.same(adminCall('agents', 'update', 'a1', { active: 'false' }), { method: 'PATCH', path: '/admin/v1/agents/a1', body: { active: false } })
-  t.same(adminCall('api-keys', 'list', 'c1', {}), { method: 'GET', path: '/admin/v1/companies/c1/api-keys' })
-  t.same(adminCall('api-keys', 'revoke', 'ak_1', {}), { method: 'DELETE', path: '/admin/v1/api-keys/ak_1' })
-  t.same(adminCall('users', 'update', 'u1', { active: 'true' }), { method: 'PATCH', path: '/admin/v1/customer-users/u1', body: { active: true } })
+storeIndependentTest('every admin subcommand maps to its call of the client', async (t) => {
+  t.same(adminCall('companies', 'create', undefined, { name: 'A' }), { call: 'createCompany', args: [{ name: 'A' }] })
+  t.same(adminCall('companies', 'update', 'c1', { 'default-agent-id': 'a1' }), { call: 'updateCompany', args: ['c1', { defaultAgentId: 'a1' }] })
+  t.same(adminCall('companies', 'revoke-tokens', 'c1', {}), { call: 'revokeCompanyTokens', args: ['c1'] })
+  t.same(adminCall('agents', 'create', 'c1', { name: 'Bot', inactive: true }), { call: 'createAgent', args: ['c1', { name: 'Bot', active: false }] })
+  t.same(adminCall('agents', 'update', 'a1', { active: 'false' }), { call: 'updateAgent', args: ['a1', { active: false }] })
+  t.same(adminCall('agents', 'revoke-tokens', 'a1', {}), { call: 'revokeAgentTokens', args: ['a1'] })
+  t.same(adminCall('api-keys', 'list', 'c1', {}), { call: 'listApiKeys', args: ['c1'] })
+  t.same(adminCall('api-keys', 'revoke', 'ak_1', {}), { call: 'revokeApiKey', args: ['ak_1'] })
+  t.same(adminCall('users', 'update', 'u1', { active: 'true' }), { call: 'updateCustomerUser', args: ['u1', { active: true }] })
+  t.same(adminCall('events', 'list', 'c1', {}), { call: 'listEvents', args: ['c1', {}] })
+  t.same(adminCall('events', 'list', 'c1', { limit: '20', before: 'cursor' }), { call: 'listEvents', args: ['c1', { limit: 20, before: 'cursor' }] })
+  t.throws(() => adminCall('events', 'list', 'c1', { limit: 'ten' }), /--limit/)
+  t.throws(() => adminCall('companies', 'revoke-tokens', undefined, {}), /needs a company id/)
   t.throws(() => adminCall('users', 'update', 'u1', {}), /--active/)
   t.throws(() => adminCall('companies', 'create', undefined, {}), /--name/)
   t.throws(() => adminCall('nothing', 'here', undefined, {}), /unknown command/)

@@ -12,11 +12,24 @@ t.test('npm pack ships what a user runs, and nothing else', async (t) => {
   // --ignore-scripts: dist/ is built by `npm test`; the file list is what matters here.
   const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT })
   const files: string[] = JSON.parse(stdout)[0].files.map((f: { path: string }) => f.path)
-  for (const needed of ['package.json', 'README.md', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'migrations/001_schema.sql']) {
+  for (const needed of ['package.json', 'README.md', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/client/index.js', 'dist/src/client/index.d.ts', 'migrations/001_schema.sql']) {
     t.ok(files.includes(needed), `ships ${needed}`)
   }
   const unexpected = files.filter((f) => !/^(package\.json|README\.md|LICENSE|migrations\/\d+_\w+\.sql|dist\/src\/.+\.(js|d\.ts))$/.test(f))
   t.same(unexpected, [], 'no bench, tests, sources or source maps')
+})
+
+t.test('chat-auth-gateway/client is an export of the package, and loads no server code', async (t) => {
+  t.same(pkg.exports['./client'], { types: './dist/src/client/index.d.ts', default: './dist/src/client/index.js' })
+  // Resolved by name, as a user's code resolves it (the package refers to itself through its exports).
+  const script = `
+    const client = await import('chat-auth-gateway/client')
+    const main = await import('chat-auth-gateway')
+    console.log(JSON.stringify({ client: Object.keys(client).sort(), main: typeof main.chatAuthPlugin }))`
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT })
+  const exported = JSON.parse(stdout)
+  t.same(exported.client, ['AdminClient', 'CLIENT_CODES', 'ChatAuthClient', 'ChatAuthError'])
+  t.equal(exported.main, 'function', 'the main entry still resolves through exports')
 })
 
 /**

@@ -38,6 +38,7 @@ t.test('the scan sees the imports', async (t) => {
   t.ok(src.length > 20, 'src/ has its files')
   t.ok(importsOf('src/app.ts').includes('src/gateway.ts'), 'relative imports resolve to root paths')
   t.ok(importsOf('src/app.ts').includes('fastify'), 'packages keep their names')
+  t.ok(src.some((f) => inside(f, 'src/client')), 'the client is scanned')
 })
 
 rule('domain.ts and errors.ts import nothing of the project', ['src/domain.ts', 'src/errors.ts'], (target) => target.startsWith('src/'))
@@ -52,6 +53,10 @@ rule(
   (target) => target.startsWith('fastify') || target.startsWith('@fastify/') || inside(target, 'src/routes', 'src/http', 'src/app.ts'),
 )
 rule('only the entry points import gateway.ts', src.filter((f) => !['src/app.ts', 'src/plugin.ts', 'src/server.ts', 'src/index.ts', 'src/gateway.ts'].includes(f)), (target) => target === 'src/gateway.ts')
+rule('the client (chat-auth-gateway/client) imports nothing but its own files: no server code, no package', src.filter((f) => inside(f, 'src/client')), (target) =>
+  !inside(target, 'src/client'),
+)
+rule('the server never imports the client (only the CLI uses it)', src.filter((f) => !inside(f, 'src/client') && !['src/cli.ts', 'src/admin-calls.ts'].includes(f)), (target) => inside(target, 'src/client'))
 rule('the test toolkit imports no test, no chaos code and no bench code', sources('test/support'), (target) =>
   /\.test\.ts$/.test(target) || inside(target, 'test/chaos', 'bench'),
 )

@@ -1,0 +1,174 @@
+/**
+ * `chat-auth-gateway/client`: a typed client of the gateway's HTTP API over the global
+ * fetch. It imports nothing of the server and no package.
+ *
+ * Retries (on no answer, a timeout, 502, 503 or 504; `retries` more attempts, waiting as
+ * Retry-After says or 100 ms doubling) only where sending the call twice is harmless:
+ * `verify`, `revokeToken` (idempotent: revoking a revoked token answers 200 again), every
+ * admin read, `updateCompany`/`updateAgent`/`updateCustomerUser` (they set values, not
+ * steps) and `revokeApiKey` (idempotent). Never `issueToken` (a second token and possibly a
+ * second user), `invalidate` (a second increment would also revoke tokens issued in
+ * between), the `create*` calls (a second company, agent or key), nor
+ * `revokeCompanyTokens`/`revokeAgentTokens` (a later cut-off would also revoke tokens
+ * issued in between). A write that answered 503 may still have been applied: the gateway
+ * could not confirm that every node has seen it; look before you repeat it.
+ */
+import { Transport, type Call, type TransportOptions } from './transport.js'
+import type {
+  Agent,
+  AgentTokensRevoked,
+  ApiKey,
+  AuditEvent,
+  Company,
+  CompanyTokensRevoked,
+  CreatedApiKey,
+  CustomerUser,
+  EventPage,
+  IssuedToken,
+  RevokedApiKey,
+  TokenRevoked,
+  TokensInvalidated,
+  Verified,
+} from './types.js'
+
+export { ChatAuthError, CLIENT_CODES } from './errors.js'
+export type * from './types.js'
+export type { TransportOptions } from './transport.js'
+
+export interface ClientOptions extends TransportOptions {
+  /** the company's API key, for issueToken, invalidate and revokeToken */
+  apiKey?: { keyId: string; keySecret: string }
+  /** the deployment's ADMIN_TOKEN, for the `admin` calls */
+  adminToken?: string
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** aborts the call (and its retries) */
+  signal?: AbortSignal
+}
+
+const id = (value: string) => encodeURIComponent(value)
+
+export class ChatAuthClient {
+  /** The admin API (needs `adminToken`). */
+  readonly admin: AdminClient
+  private readonly transport: Transport
+  private readonly apiKey: ClientOptions['apiKey']
+
+  constructor(options: ClientOptions) {
+    this.transport = new Transport(options)
+    this.apiKey = options.apiKey
+    this.admin = new AdminClient(this.transport, options.adminToken)
+  }
+
+  /** POST /rest/v1/auth/token: a token for your end user `userId`. Not retried. */
+  async issueToken(request: { userId: string; agentId?: string; expiresIn?: string }, options: CallOptions = {}): Promise<IssuedToken> {
+    return await this.transport.send({ method: 'POST', path: '/rest/v1/auth/token', body: { ...this.credentials(), ...request }, idempotent: false, signal: options.signal })
+  }
+
+  /** POST /rest/v1/auth/invalidate-token: every token of one user stops working. Not retried. */
+  async invalidate(customerUserId: string, options: CallOptions = {}): Promise<TokensInvalidated> {
+    return await this.transport.send({ method: 'POST', path: '/rest/v1/auth/invalidate-token', body: { ...this.credentials(), customerUserId }, idempotent: false, signal: options.signal })
+  }
+
+  /** POST /rest/v1/auth/revoke-token: this one token stops working (log out one device). Retried. */
+  async revokeToken(token: string, options: CallOptions = {}): Promise<TokenRevoked> {
+    return await this.transport.send({ method: 'POST', path: '/rest/v1/auth/revoke-token', body: { ...this.credentials(), token }, idempotent: true, signal: options.signal })
+  }
+
+  /**
+   * GET /rest/v1/auth/verify: the token's identity, or a {@link ChatAuthError} with status
+   * 401 and the denial's `code` (`TOKEN_REVOKED`, `TOKEN_EXPIRED`, …). Retried.
+   */
+  verify(token: string, options: CallOptions = {}): Promise<Verified> {
+    return this.transport.send({ method: 'GET', path: '/rest/v1/auth/verify', bearer: token, idempotent: true, signal: options.signal })
+  }
+
+  private credentials(): { keyId: string; keySecret: string } {
+    if (this.apiKey === undefined) throw new TypeError('this call needs the client option apiKey: { keyId, keySecret }')
+    return { keyId: this.apiKey.keyId, keySecret: this.apiKey.keySecret }
+  }
+}
+
+/** The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN>`). */
+export class AdminClient {
+  constructor(
+    private readonly transport: Transport,
+    private readonly adminToken: string | undefined,
+  ) {}
+
+  createCompany(body: { name: string }, options: CallOptions = {}): Promise<Company> {
+    return this.send({ method: 'POST', path: '/admin/v1/companies', body, idempotent: false }, options)
+  }
+
+  getCompany(companyId: string, options: CallOptions = {}): Promise<Company> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}`, idempotent: true }, options)
+  }
+
+  updateCompany(companyId: string, body: { name?: string; defaultAgentId?: string }, options: CallOptions = {}): Promise<Company> {
+    return this.send({ method: 'PATCH', path: `/admin/v1/companies/${id(companyId)}`, body, idempotent: true }, options)
+  }
+
+  /** The company's first agent becomes its default agent. */
+  createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
+    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/agents`, body, idempotent: false }, options)
+  }
+
+  /** Deactivation takes effect on every node before this resolves. */
+  updateAgent(agentId: string, body: { name?: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
+    return this.send({ method: 'PATCH', path: `/admin/v1/agents/${id(agentId)}`, body, idempotent: true }, options)
+  }
+
+  /** The answer holds the key's secret: the only time it is shown. */
+  createApiKey(companyId: string, body: { name?: string } = {}, options: CallOptions = {}): Promise<CreatedApiKey> {
+    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/api-keys`, body, idempotent: false }, options)
+  }
+
+  listApiKeys(companyId: string, options: CallOptions = {}): Promise<ApiKey[]> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/api-keys`, idempotent: true }, options)
+  }
+
+  revokeApiKey(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
+    return this.send({ method: 'DELETE', path: `/admin/v1/api-keys/${id(keyId)}`, idempotent: true }, options)
+  }
+
+  getCustomerUser(customerUserId: string, options: CallOptions = {}): Promise<CustomerUser> {
+    return this.send({ method: 'GET', path: `/admin/v1/customer-users/${id(customerUserId)}`, idempotent: true }, options)
+  }
+
+  /** Deactivation takes effect on every node before this resolves. */
+  updateCustomerUser(customerUserId: string, body: { active: boolean }, options: CallOptions = {}): Promise<CustomerUser> {
+    return this.send({ method: 'PATCH', path: `/admin/v1/customer-users/${id(customerUserId)}`, body, idempotent: true }, options)
+  }
+
+  /** Every token of the company issued before this resolves stops working; later ones are valid. Not retried. */
+  revokeCompanyTokens(companyId: string, options: CallOptions = {}): Promise<CompanyTokensRevoked> {
+    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/revoke-tokens`, idempotent: false }, options)
+  }
+
+  /** Every token of the agent issued before this resolves stops working; later ones are valid. Not retried. */
+  revokeAgentTokens(agentId: string, options: CallOptions = {}): Promise<AgentTokensRevoked> {
+    return this.send({ method: 'POST', path: `/admin/v1/agents/${id(agentId)}/revoke-tokens`, idempotent: false }, options)
+  }
+
+  /** One page of the company's events, newest first (`limit` 1–500, default 100). */
+  listEvents(companyId: string, page: { limit?: number; before?: string } = {}, options: CallOptions = {}): Promise<EventPage> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/events`, query: { limit: page.limit, before: page.before }, idempotent: true }, options)
+  }
+
+  /** Every event of the company, newest first, page by page as the loop asks for them. */
+  async *events(companyId: string, page: { limit?: number } = {}, options: CallOptions = {}): AsyncGenerator<AuditEvent> {
+    let before: string | undefined
+    do {
+      const { events, next } = await this.listEvents(companyId, { limit: page.limit, before }, options)
+      yield* events
+      before = next ?? undefined
+    } while (before !== undefined)
+  }
+
+  private send<T>(call: Omit<Call, 'bearer' | 'signal'>, options: CallOptions): Promise<T> {
+    if (this.adminToken === undefined) return Promise.reject(new TypeError('admin calls need the client option adminToken'))
+    return this.transport.send<T>({ ...call, bearer: this.adminToken, signal: options.signal })
+  }
+}

@@ -1,0 +1,126 @@
+/** The gateway's answers, as the API reference (docs/api.md) writes them. Times are ISO-8601 strings. */
+
+export interface UserIdentity {
+  id: string
+  externalId: string
+  companyId: string
+  agentId: string
+}
+
+export interface AgentSummary {
+  id: string
+  name: string
+  active: boolean
+}
+
+export interface IssuedToken {
+  token: string
+  user: UserIdentity
+  agent: AgentSummary
+  expiresAt: string
+}
+
+export interface TokensInvalidated {
+  message: string
+  customerUserId: string
+  newTokenVersion: number
+}
+
+export interface TokenRevoked {
+  message: string
+  jti: string
+  expiresAt: string
+}
+
+export interface Verified {
+  user: UserIdentity
+  agent: AgentSummary
+  tokenVersion: number
+  expiresAt: string
+}
+
+export interface Company {
+  id: string
+  name: string
+  defaultAgentId: string | null
+  createdAt: string
+}
+
+export interface Agent {
+  id: string
+  companyId: string
+  name: string
+  active: boolean
+  createdAt: string
+}
+
+export interface CreatedApiKey {
+  keyId: string
+  /** shown this once; only its hash is kept */
+  keySecret: string
+  companyId: string
+  name: string | null
+  createdAt: string
+}
+
+export interface ApiKey {
+  keyId: string
+  name: string | null
+  createdAt: string
+  revokedAt: string | null
+  lastUsedAt: string | null
+}
+
+export interface RevokedApiKey {
+  keyId: string
+  revokedAt: string
+}
+
+export interface CustomerUser {
+  id: string
+  externalId: string
+  companyId: string
+  agentId: string
+  tokenVersion: number
+  active: boolean
+  createdAt: string
+}
+
+export interface CompanyTokensRevoked {
+  companyId: string
+  revokedAt: string
+}
+
+export interface AgentTokensRevoked {
+  agentId: string
+  revokedAt: string
+}
+
+export type EventType =
+  | 'tokens.invalidated'
+  | 'token.revoked'
+  | 'company.tokens_revoked'
+  | 'agent.tokens_revoked'
+  | 'user.activated'
+  | 'user.deactivated'
+  | 'agent.activated'
+  | 'agent.deactivated'
+  | 'api_key.created'
+  | 'api_key.revoked'
+
+export interface AuditEvent {
+  id: string
+  type: EventType
+  at: string
+  actor: { kind: 'apiKey'; keyId: string } | { kind: 'admin' }
+  /** the user, agent, company, key or token (`jti`) the event is about */
+  subject: { kind: string; [field: string]: unknown }
+  /** e.g. `newTokenVersion` */
+  detail: Record<string, unknown>
+}
+
+export interface EventPage {
+  events: AuditEvent[]
+  /** pass as `before` for the next (older) page; null at the end */
+  next: string | null
+}

@@ -1,0 +1,205 @@
+/**
+ * The typed client (chat-auth-gateway/client), black box against a listening gateway on this
+ * pass's store: every call of SPEC §3 and §4, errors as ChatAuthError with the gateway's
+ * statusCode, code and message, and what it retries.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import { ChatAuthClient, ChatAuthError, CLIENT_CODES } from '../src/client/index.js'
+import { ADMIN_TOKEN, ISO_RE, randomUUID, startApp, UUID_RE } from './support/helpers.js'
+import { freePort } from './support/ports.js'
+
+const node = await startApp(t)
+const baseUrl = await node.app.listen({ port: 0, host: '127.0.0.1' })
+const admin = new ChatAuthClient({ baseUrl, adminToken: ADMIN_TOKEN }).admin
+
+/** The rejection of `promise`, which must be a ChatAuthError. */
+async function failure(promise: Promise<unknown>): Promise<ChatAuthError> {
+  const error = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  if (!(error instanceof ChatAuthError)) throw new Error(`expected a ChatAuthError, got ${String(error)}`)
+  return error
+}
+
+async function tenant(name: string) {
+  const company = await admin.createCompany({ name })
+  const agent = await admin.createAgent(company.id, { name: `${name} agent` })
+  const key = await admin.createApiKey(company.id, { name: 'backend' })
+  const client = new ChatAuthClient({ baseUrl, apiKey: { keyId: key.keyId, keySecret: key.keySecret } })
+  return { company, agent, key, client }
+}
+
+t.test('issueToken, verify, invalidate: the walk through of the README', async (t) => {
+  const { company, agent, client } = await tenant('Walk')
+  const issued = await client.issueToken({ userId: 'user-42', expiresIn: '1h' })
+  t.match(issued, { user: { externalId: 'user-42', companyId: company.id, agentId: agent.id }, agent: { id: agent.id, active: true } })
+  t.match(issued.expiresAt, ISO_RE)
+  const verified = await client.verify(issued.token)
+  t.same(verified.user, issued.user)
+  t.equal(verified.tokenVersion, 0)
+
+  const invalidated = await client.invalidate(issued.user.id)
+  t.same(invalidated, { message: 'All tokens invalidated successfully', customerUserId: issued.user.id, newTokenVersion: 1 })
+
+  const refused = await failure(client.verify(issued.token))
+  t.equal(refused.statusCode, 401)
+  t.equal(refused.code, 'TOKEN_REVOKED')
+  t.equal(refused.message, 'Token has been revoked')
+  t.ok(refused instanceof Error)
+  t.same(JSON.parse(JSON.stringify(refused)), { statusCode: 401, code: 'TOKEN_REVOKED', message: 'Token has been revoked' }, 'serialises as the error body')
+})
+
+t.test('the gateway\'s refusals arrive as typed errors', async (t) => {
+  const { client, key } = await tenant('Refusals')
+  const wrongKey = new ChatAuthClient({ baseUrl, apiKey: { keyId: key.keyId, keySecret: 'sk_wrong' } })
+  t.match(await failure(wrongKey.issueToken({ userId: 'u' })), { statusCode: 401, code: 'INVALID_API_CREDENTIALS', message: 'Invalid API credentials' })
+  t.match(await failure(client.invalidate(randomUUID())), { statusCode: 400, code: 'CUSTOMER_USER_NOT_FOUND' })
+  t.match(await failure(client.issueToken({ userId: 'u', expiresIn: 'forever' })), { statusCode: 400, code: 'INVALID_EXPIRES_IN' })
+  t.match(await failure(client.issueToken({ userId: '' })), { statusCode: 400, code: 'VALIDATION_ERROR' })
+  t.match(await failure(client.verify('not-a-jwt')), { statusCode: 401, code: 'INVALID_TOKEN' })
+  t.match(await failure(client.verify('')), { statusCode: 401, code: 'MISSING_BEARER_TOKEN' })
+
+  const wrongAdmin = new ChatAuthClient({ baseUrl, adminToken: 'wrong-admin-token-0123456789' }).admin
+  t.match(await failure(wrongAdmin.getCompany(randomUUID())), { statusCode: 401, code: 'INVALID_ADMIN_TOKEN', message: 'Invalid admin token' })
+  t.match(await failure(admin.getCompany(randomUUID())), { statusCode: 404, code: 'NOT_FOUND', message: 'Company not found' })
+  // Ids go into the path encoded: a slash in one is an unknown id, not another route.
+  t.match(await failure(admin.getCompany('a/../../companies')), { statusCode: 404, code: 'NOT_FOUND' })
+
+  const noKey = new ChatAuthClient({ baseUrl })
+  await t.rejects(noKey.issueToken({ userId: 'u' }), TypeError, 'an API-key call without a key is the caller\'s mistake')
+  await t.rejects(noKey.admin.getCompany(randomUUID()), TypeError)
+})
+
+t.test('every admin call of SPEC §4', async (t) => {
+  const { company, agent, key, client } = await tenant('Admin')
+  t.match(company, { id: UUID_RE, name: 'Admin', createdAt: ISO_RE })
+  t.same(await admin.getCompany(company.id), { ...company, defaultAgentId: agent.id })
+  const second = await admin.createAgent(company.id, { name: 'Night shift', active: false })
+  t.match(second, { companyId: company.id, name: 'Night shift', active: false })
+  t.equal((await admin.updateCompany(company.id, { name: 'Admin Inc', defaultAgentId: second.id })).defaultAgentId, second.id)
+  t.match(await failure(admin.updateCompany(company.id, { defaultAgentId: randomUUID() })), { statusCode: 400, code: 'INVALID_DEFAULT_AGENT' })
+  t.equal((await admin.updateAgent(second.id, { active: true, name: 'Day shift' })).name, 'Day shift')
+
+  const unnamed = await admin.createApiKey(company.id)
+  t.equal(unnamed.name, null)
+  const keys = await admin.listApiKeys(company.id)
+  t.same(keys.map((k) => k.keyId).sort(), [key.keyId, unnamed.keyId].sort())
+  t.notOk(JSON.stringify(keys).includes(unnamed.keySecret), 'never a secret in the list')
+  const revoked = await admin.revokeApiKey(unnamed.keyId)
+  t.match(revoked, { keyId: unnamed.keyId, revokedAt: ISO_RE })
+  t.same(await admin.revokeApiKey(unnamed.keyId), revoked, 'idempotent')
+
+  const issued = await client.issueToken({ userId: 'admin-user' })
+  const user = await admin.getCustomerUser(issued.user.id)
+  t.match(user, { id: issued.user.id, externalId: 'admin-user', tokenVersion: 0, active: true })
+  t.equal((await admin.updateCustomerUser(user.id, { active: false })).active, false)
+  t.match(await failure(client.verify(issued.token)), { statusCode: 401, code: 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE' }, 'deactivation took effect')
+  t.equal((await admin.updateCustomerUser(user.id, { active: true })).active, true)
+  await admin.updateAgent(issued.agent.id, { active: false })
+  t.match(await failure(client.verify(issued.token)), { statusCode: 401, code: 'AGENT_INACTIVE' })
+})
+
+t.test('a base URL with a path keeps it (a proxy\'s prefix)', async (t) => {
+  const prefixed = new ChatAuthClient({ baseUrl: `${baseUrl}/nothing-here`, adminToken: ADMIN_TOKEN })
+  t.match(await failure(prefixed.admin.getCompany(randomUUID())), { statusCode: 404, code: 'ROUTE_NOT_FOUND' })
+})
+
+// ── What is retried ─────────────────────────────────────────────────────────
+// A failing hop in front of a gateway (a down store answers 503 with Retry-After; a proxy
+// 502 with its own page; a dead or stuck one resets or never answers), made with node:http
+// so that each attempt can be counted.
+
+interface Hop {
+  url: string
+  attempts: number
+}
+
+async function hop(t: Test, answer: (request: IncomingMessage, response: ServerResponse, attempt: number) => void): Promise<Hop> {
+  const state = { url: '', attempts: 0 }
+  const server = createServer((request, response) => {
+    request.resume()
+    answer(request, response, ++state.attempts)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())).then(() => server.closeAllConnections()))
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return state
+}
+
+const unavailable = (response: ServerResponse) =>
+  response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify({ statusCode: 503, message: 'Service temporarily unavailable', code: 'SERVICE_UNAVAILABLE' }))
+
+t.test('safe calls are retried on 503, then answer; unsafe ones are sent once', async (t) => {
+  const flaky = await hop(t, (request, response, attempt) => {
+    if (attempt % 3 !== 0) return unavailable(response)
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: attempt }))
+  })
+  const client = new ChatAuthClient({ baseUrl: flaky.url, apiKey: { keyId: 'ak_x', keySecret: 'sk_x' }, adminToken: ADMIN_TOKEN, retries: 2, retryDelayMs: 1 })
+  t.same(await client.verify('token'), { ok: 3 }, 'verify: third attempt answers')
+  t.equal(flaky.attempts, 3)
+  t.same(await client.admin.getCompany(randomUUID()), { ok: 6 }, 'an admin read: the same')
+
+  for (const [name, call] of [
+    ['issueToken', () => client.issueToken({ userId: 'u' })],
+    ['invalidate', () => client.invalidate(randomUUID())],
+    ['createCompany', () => client.admin.createCompany({ name: 'x' })],
+    ['revokeCompanyTokens', () => client.admin.revokeCompanyTokens(randomUUID())],
+    ['revokeAgentTokens', () => client.admin.revokeAgentTokens(randomUUID())],
+  ] as const) {
+    flaky.attempts = 0
+    const error = await failure(call())
+    t.match(error, { statusCode: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: 0 }, `${name}: the 503 as it came`)
+    t.equal(flaky.attempts, 1, `${name} is sent once`)
+  }
+})
+
+t.test('retries stop after `retries`; 4xx answers are never retried', async (t) => {
+  const down = await hop(t, (_request, response) => unavailable(response))
+  const client = new ChatAuthClient({ baseUrl: down.url, adminToken: ADMIN_TOKEN, retries: 3, retryDelayMs: 1 })
+  t.match(await failure(client.verify('token')), { statusCode: 503 })
+  t.equal(down.attempts, 4, 'one attempt and three retries')
+
+  const refusing = await hop(t, (_request, response) =>
+    response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ statusCode: 401, message: 'Token has been revoked', code: 'TOKEN_REVOKED' })),
+  )
+  t.match(await failure(new ChatAuthClient({ baseUrl: refusing.url }).verify('token')), { code: 'TOKEN_REVOKED' })
+  t.equal(refusing.attempts, 1)
+})
+
+t.test('a proxy\'s page is UNEXPECTED_RESPONSE with its status, and retried where safe', async (t) => {
+  const proxy = await hop(t, (_request, response) => response.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad Gateway</html>'))
+  const client = new ChatAuthClient({ baseUrl: proxy.url, adminToken: ADMIN_TOKEN, retries: 1, retryDelayMs: 1 })
+  t.match(await failure(client.admin.listApiKeys(randomUUID())), { statusCode: 502, code: CLIENT_CODES.UNEXPECTED_RESPONSE })
+  t.equal(proxy.attempts, 2)
+})
+
+t.test('a reset connection is NETWORK_ERROR (statusCode 0), retried where safe', async (t) => {
+  const dying = await hop(t, (request) => request.socket.destroy())
+  const client = new ChatAuthClient({ baseUrl: dying.url, apiKey: { keyId: 'ak_x', keySecret: 'sk_x' }, retries: 2, retryDelayMs: 1 })
+  t.match(await failure(client.revokeToken('token')), { statusCode: 0, code: CLIENT_CODES.NETWORK_ERROR })
+  t.equal(dying.attempts, 3, 'revokeToken is idempotent: retried')
+  dying.attempts = 0
+  t.match(await failure(client.invalidate(randomUUID())), { statusCode: 0, code: CLIENT_CODES.NETWORK_ERROR })
+  t.equal(dying.attempts, 1, 'invalidate is not')
+
+  const closedPort = await freePort()
+  const nobody = new ChatAuthClient({ baseUrl: `http://127.0.0.1:${closedPort}`, retries: 0 })
+  const refused = await failure(nobody.verify('token'))
+  t.match(refused, { statusCode: 0, code: CLIENT_CODES.NETWORK_ERROR })
+  t.match(refused.message, `127.0.0.1:${closedPort}`, 'names where it called')
+})
+
+t.test('a gateway that never answers: TIMEOUT after timeoutMs per attempt; the caller can abort', async (t) => {
+  const stuck = await hop(t, () => {})
+  const client = new ChatAuthClient({ baseUrl: stuck.url, adminToken: ADMIN_TOKEN, timeoutMs: 200, retries: 1, retryDelayMs: 1 })
+  t.match(await failure(client.verify('token')), { statusCode: 0, code: CLIENT_CODES.TIMEOUT })
+  t.equal(stuck.attempts, 2, 'a timed-out read is tried again')
+
+  const controller = new AbortController()
+  const aborted = failure(new ChatAuthClient({ baseUrl: stuck.url, retries: 5 }).verify('token', { signal: controller.signal }))
+  controller.abort()
+  t.match(await aborted, { statusCode: 0, code: CLIENT_CODES.ABORTED })
+})
