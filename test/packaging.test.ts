@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import semver from 'semver'
@@ -33,19 +34,29 @@ t.test('chat-auth-gateway/client is an export of the package, and loads no serve
 })
 
 /**
- * Declared stricter than what runs, and nothing we can choose: fastify's app.inject loads
- * light-my-request, whose cookie@2 says Node >=22 (it is ESM, which Node loads from require
- * since 20.19). The server never loads it (fastify requires light-my-request only on inject);
- * pinning light-my-request to its last cookie@1 release (6.6.0) would make HEAD injections
- * return a body again. npm install on Node 20 warns about these packages only.
+ * Two dependencies' newest majors say Node >=22 for no feature Node 20 lacks, and the exact
+ * functions the service's dependencies call exist, with the same signature, in the previous
+ * major (which admits Node 18): `overrides` in package.json pins those. Each pin is checked
+ * here, so that an upgrade that starts calling something else is noticed.
  */
-const KNOWN_STRICTER: Record<string, string> = {
-  'node_modules/cookie': '>=22',
-  // The same case: @fastify/static (under @fastify/swagger-ui, the /docs page) loads this ESM
-  // package with require(), which Node 20.19 does, and calls it only for reply.download(),
-  // which the service never uses; create() runs on Node 20 as it is.
-  'node_modules/content-disposition': '>=22',
-}
+const PINNED: Array<{ path: string; user: string; calls: string }> = [
+  // fastify's app.inject (light-my-request) calls stringifySetCookie({name, value, ...})
+  { path: 'node_modules/light-my-request/node_modules/cookie', user: 'light-my-request/lib/cookies.js', calls: 'stringifySetCookie' },
+  // @fastify/static (under @fastify/swagger-ui) calls create(filename, options) in reply.download()
+  { path: 'node_modules/@fastify/static/node_modules/content-disposition', user: '@fastify/static/index.js', calls: 'create' },
+]
+
+t.test('the pinned dependencies still provide what their users call', async (t) => {
+  const require = createRequire(import.meta.url)
+  for (const { path, user, calls } of PINNED) {
+    const source = readFileSync(new URL(`../node_modules/${user}`, import.meta.url), 'utf8')
+    const imported = new RegExp(`\\{[^}]*\\b${calls}\\b[^}]*\\}\\s*=\\s*require\\('([^']+)'\\)`).exec(source)
+    t.ok(imported, `${user} takes ${calls} from require()`)
+    const resolved = require.resolve(imported?.[1] ?? 'missing', { paths: [fileURLToPath(new URL(`../node_modules/${user}`, import.meta.url))] })
+    t.ok(resolved.includes(path.slice('node_modules/'.length) + '/') || resolved.includes(path + '/'), `${user} resolves the pinned copy (${resolved})`)
+    t.type(require(resolved)[calls], 'function', `the pinned copy exports ${calls}`)
+  }
+})
 
 t.test('engines is true: every installed package supports the oldest Node versions it admits', async (t) => {
   const range: string = pkg.engines.node
@@ -57,7 +68,7 @@ t.test('engines is true: every installed package supports the oldest Node versio
   const refused: string[] = []
   for (const [path, info] of Object.entries<{ engines?: { node?: string } }>(lock.packages)) {
     const wants = info.engines?.node
-    if (!path || wants === undefined || KNOWN_STRICTER[path] === wants) continue
+    if (!path || wants === undefined) continue
     for (const version of oldest) if (!semver.satisfies(version, wants)) refused.push(`${path.replace(/^.*node_modules\//, '')} wants ${wants}, not ${version}`)
   }
   t.same(refused, [], `every dependency accepts ${oldest.join(' and ')}`)
