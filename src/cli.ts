@@ -2,10 +2,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { CONFIG_VARIABLES, ConfigError, loadClientConfig, loadConfig } from './config.js'
-import { createLogger } from './logger.js'
-import { closeOnSignals, startServer } from './server.js'
-import { createPgliteDb, createPostgresDb } from './store/db.js'
-import { migrate } from './store/migrate.js'
 import { adminCall, adminUsage, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, type AdminClient } from './client/index.js'
 
@@ -68,7 +64,9 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined && !values.help ? 1 : 0
   }
 
+  // The server's modules load only for serve and migrate: an admin call needs the client alone.
   if (command === 'serve') {
+    const [{ createLogger }, { closeOnSignals, startServer }] = await Promise.all([import('./logger.js'), import('./server.js')])
     const config = loadConfig()
     const logger = createLogger(config)
     const server = await startServer(config, logger)
@@ -77,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   if (command === 'migrate') {
+    const [{ createPgliteDb, createPostgresDb }, { migrate }] = await Promise.all([import('./store/db.js'), import('./store/migrate.js')])
     const config = loadConfig()
     const db = config.databaseUrl ? createPostgresDb(config.databaseUrl) : await createPgliteDb(config.dataDir)
     try {

@@ -114,9 +114,9 @@ export interface AuditEvent {
   at: string
   actor: { kind: 'apiKey'; keyId: string } | { kind: 'admin' }
   /** the user, agent, company, key or token (`jti`) the event is about */
-  subject: { kind: string; [field: string]: unknown }
-  /** e.g. `newTokenVersion` */
-  detail: Record<string, unknown>
+  subject: { kind: 'user' | 'agent' | 'company' | 'apiKey' | 'token'; id?: string; externalId?: string; keyId?: string; jti?: string }
+  /** what else the change says, e.g. `newTokenVersion`; never a secret */
+  detail: { newTokenVersion?: number; [field: string]: unknown }
 }
 
 export interface EventPage {
