@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import type { InvalidationBus } from './bus/bus.js'
+import type { ChangeLog, InvalidationBus } from './bus/bus.js'
 import { createMemoryBus } from './bus/memory-bus.js'
 import { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from './bus/outbox-relay.js'
 import { createStates, type States } from './cache/states.js'
@@ -58,10 +58,15 @@ export interface GatewayOptions {
   /** timing of the outbox relay (tests) */
   outboxRelay?: Pick<OutboxRelayOptions, 'intervalMs' | 'minAgeMs' | 'maxBackoffMs'>
   /** extra Redis bus options for test entry points (the chaos test's unsafe switch); never from the configuration */
-  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck'>
+  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow'>
 }
 
 const ADMIN_TOKEN_HASH_NAME = 'admin-token-sha256'
+/** More missed changes than this and a flush is cheaper than evicting them one by one. */
+const CATCH_UP_LIMIT = 50_000
+/** change_log rows older than this are pruned: a node cut off from Redis for longer flushes when it is back. */
+const CHANGE_LOG_RETENTION_MS = 60 * 60 * 1000
+const CHANGE_LOG_PRUNE_EVERY_MS = 60 * 1000
 const LAST_USED_FLUSH_MS = 5000
 /** How long close() waits for a relay round that is still running once the bus is closed. */
 const RELAY_STOP_WAIT_MS = 2000
@@ -85,7 +90,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const keyring = createKeyring(config.jwt, jwtKeys)
     const { adminTokenHash, generatedAdminToken } = await adminToken(config, store)
 
-    const configuredBus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, options.redisBus))
+    const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, CATCH_UP_LIMIT) }
+    const configuredBus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, { changeLog, ...options.redisBus }))
     cleanup.push(() => configuredBus.close())
     const bus = claim ? claimedBus(configuredBus, claim) : configuredBus
     const states = createStates(store, bus, config.cacheSize)
@@ -118,6 +124,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const outboxRelay = createOutboxRelay({ store, bus, logger, metrics, minAgeMs: Math.max(2000, 3 * config.leaseMs), ...options.outboxRelay })
     metrics.collect('chat_auth_outbox_backlog', 'Rows in the change outbox at the relay\'s last round (changes not yet confirmed)', 'gauge', () => outboxRelay.backlog() ?? 0)
     outboxRelay.start()
+    const pruneTimer = setInterval(() => {
+      store.pruneChangeLog(CHANGE_LOG_RETENTION_MS).catch((error: Error) => logger.warn({ err: error.message }, 'could not prune the change log'))
+    }, CHANGE_LOG_PRUNE_EVERY_MS).unref()
+    cleanup.push(async () => clearInterval(pruneTimer))
 
     return {
       config,
@@ -138,6 +148,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       },
       outboxRelay,
       async close() {
+        clearInterval(pruneTimer)
         const relayStopped = outboxRelay.stop()
         await Promise.all([usedKeys.drain(), changes.drain()])
         await bus.close()
@@ -180,7 +191,13 @@ async function adminToken(config: Config, store: Store): Promise<{ adminTokenHas
   return { adminTokenHash: Buffer.from(storedHash, 'hex'), generatedAdminToken: storedHash === candidateHash ? candidate : undefined }
 }
 
-async function createConfiguredBus(config: Config, logger: Logger, metrics: Metrics, jwtKeys: JwtKeyConfig[], extra: GatewayOptions['redisBus']): Promise<InvalidationBus> {
+async function createConfiguredBus(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  jwtKeys: JwtKeyConfig[],
+  extra: Pick<RedisBusOptions, 'changeLog' | 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow'>,
+): Promise<InvalidationBus> {
   if (!config.redis) return createMemoryBus()
   const { createRedisBus } = await import('./bus/redis-bus.js')
   const { deriveBusKeys } = await import('./bus/messages.js')

@@ -23,6 +23,19 @@ export function rowChanged(change: Change): RowChanged {
   return { kind: change.kind, id: change.state.id, revision: change.state.revision }
 }
 
+/**
+ * The durable record of committed changes in the store, read back after the channel was
+ * lost instead of flushing every cache (see migrations/003_change_log.sql).
+ */
+export interface ChangeLog {
+  /**
+   * Every change committed after the read that returned `horizon` (undefined: no read yet),
+   * and the horizon to pass next time. `complete: false` when it cannot prove it returned
+   * them all: the caller must flush instead.
+   */
+  since(horizon: string | undefined): Promise<{ complete: boolean; horizon: string; changes: RowChanged[] }>
+}
+
 export interface BusHealth {
   /** the channel is up (for /readyz) */
   ready: boolean

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { rowChanged, type BusHealth, type Change, type InvalidationBus, type RowChanged } from './bus.js'
+import { rowChanged, type BusHealth, type Change, type ChangeLog, type InvalidationBus, type RowChanged } from './bus.js'
 import { Trust, writerWaitMs, youthMs } from './lease.js'
 import { createMessageCodec, type BusKey } from './messages.js'
 import { createInbox } from './inbox.js'
@@ -34,8 +34,15 @@ export interface RedisBusOptions {
   /** this node's id on the bus (default: random) */
   nodeId?: string
   /**
+   * The store's record of committed changes: with it, a new subscription catches up on what
+   * it may have missed instead of flushing the caches (see `catchUp` below). Without it,
+   * every new subscription flushes.
+   */
+  changeLog?: ChangeLog
+  /**
    * UNSAFE — only for the chaos test that proves its checker bites (through its own entry
-   * point, never the configuration): do not flush the caches on a new epoch.
+   * point, never the configuration): do not flush the caches on a new epoch, and trust a
+   * new subscription without catching up.
    */
   unsafeNoEpochFlush?: boolean
   /**
@@ -44,7 +51,15 @@ export interface RedisBusOptions {
    * the primary.
    */
   unsafeNoPrimaryCheck?: boolean
+  /**
+   * UNSAFE — the chaos test's second mutant: a catch-up that reads from where the new
+   * subscription starts instead of from the previous horizon, so it skips every change
+   * committed while the channel was lost.
+   */
+  unsafeCatchUpSkipsWindow?: boolean
 }
+
+const CATCH_UP_RETRY_MS = 250
 
 export interface RedisBus extends InvalidationBus {
   readonly nodeId: string
@@ -73,16 +88,25 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   let epoch = 0
   let lastTick = now()
   let tickTimer: NodeJS.Timeout | undefined
+  // Catch-up state. `horizon`: every change committed after the last completed catch-up (or
+  // flush) read the log has a transaction id at or above it. `subscription` counts confirmed
+  // subscriptions; `caughtUp` says the current one has caught up (trust needs it).
+  let horizon: string | undefined
+  let subscription = 0
+  let caughtUp = false
 
   const warnThrottled = throttledLog(log, now)
 
   const count = createBusMetrics(
     options.metrics,
     { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch },
-    options.unsafeNoEpochFlush === true,
+    options.unsafeNoEpochFlush === true || options.unsafeCatchUpSkipsWindow === true,
     options.unsafeNoPrimaryCheck === true,
   )
   if (options.unsafeNoEpochFlush) log.warn('UNSAFE: caches are not flushed on a new epoch (chaos-test entry point)')
+  if (options.unsafeCatchUpSkipsWindow) log.warn('UNSAFE: the catch-up skips what was committed while the channel was lost (chaos-test entry point)')
+  const catchUps = options.metrics.counter('chat_auth_bus_catch_ups_total', 'Catch-ups from the change log after a new subscription, by outcome', ['outcome'])
+  const caughtUpChanges = options.metrics.counter('chat_auth_bus_catch_up_changes_total', 'Changes applied by catch-ups from the change log')
 
   // ── Redis Sentinel: which server is the primary (sentinel-watch.ts) ──────
   let subscribedAddress: string | undefined
@@ -111,7 +135,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const primaryVouched = (at: number): boolean => watch === undefined || (subscribedAddress !== undefined && subscribedAddress === watch.primaryAddress() && at < watch.vouchedUntil())
 
   const trusted = (): boolean => {
-    if (closed) return false
+    if (closed || !caughtUp) return false
     const at = now()
     return trust.trustedAt(at) && primaryVouched(at)
   }
@@ -123,6 +147,48 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     if (subscriber.isSubscribed() && subscribedAddress !== primary) subscriber.drop('primary_changed')
     const commandAddress = registry.address()
     if (commandAddress !== undefined && commandAddress !== primary) registry.reconnect()
+  }
+
+  /**
+   * After a new subscription is confirmed, learn from the store every change that may have
+   * been missed while there was none, then trust the caches again, keeping every entry that
+   * did not change. Correct because the read starts after the subscription was confirmed:
+   * a change committed after the read is published after it, so it reaches us on this
+   * subscription (or the next catch-up has it: its xid is at or above the new horizon);
+   * one committed before it is in the read (if its xid is at or above the previous horizon)
+   * or was in an earlier read or flush. Fills in flight are settled by their tickets: each
+   * change applied here counts as a change of its key. When the read cannot prove it is
+   * complete (first subscription, rows pruned, too many), flush: the horizon is taken before
+   * the flush, so every fill after it read a store at least as new.
+   */
+  async function catchUp(changeLog: ChangeLog, current: number): Promise<void> {
+    while (!closed && current === subscription) {
+      try {
+        const read = await changeLog.since(options.unsafeCatchUpSkipsWindow && horizon !== undefined ? undefined : horizon)
+        if (closed || current !== subscription) return // lost meanwhile: the next subscription reads from the same horizon
+        if (options.unsafeCatchUpSkipsWindow && horizon !== undefined) {
+          horizon = read.horizon
+        } else if (read.complete) {
+          for (const change of read.changes) deliver(change)
+          caughtUpChanges(undefined, read.changes.length)
+          catchUps({ outcome: 'complete' })
+          log.info({ changes: read.changes.length }, 'caught up from the change log')
+          horizon = read.horizon
+        } else {
+          const first = horizon === undefined
+          horizon = read.horizon
+          catchUps({ outcome: first ? 'first' : 'incomplete' })
+          if (!first) log.warn('change log cannot prove the catch-up complete: flushing caches')
+          newEpoch(first ? 'subscribed' : 'catch_up_incomplete')
+        }
+        caughtUp = true
+        return
+      } catch (error) {
+        catchUps({ outcome: 'failed' })
+        warnThrottled('catch-up from the change log failed; retrying (the caches stay untrusted)', { err: (error as Error).message })
+        await sleep(CATCH_UP_RETRY_MS)
+      }
+    }
   }
 
   function newEpoch(reason: string): void {
@@ -210,7 +276,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         // have been followed, and fills in flight may have read before a change we missed.
         trust.subscribed(runId)
         subscribedAddress = address
-        newEpoch('subscribed')
+        const current = ++subscription
+        caughtUp = false
+        if (options.changeLog && !options.unsafeNoEpochFlush) void catchUp(options.changeLog, current)
+        else {
+          newEpoch('subscribed')
+          caughtUp = true
+        }
         log.info({ runId }, 'invalidation channel subscribed')
         ping()
         if (!trust.registeredAt(now()) || trust.until() === 0) registry.renew()
@@ -227,7 +299,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         count.reconnect(reason)
         if (wasSubscribed) log.warn({ reason, err: error?.message }, 'invalidation channel lost')
         else warnThrottled('invalidation channel unavailable', { reason, err: error?.message })
-        newEpoch(reason)
+        caughtUp = false
+        // With a change log the caches are kept, untrusted, until the next subscription catches up.
+        if (!options.changeLog) newEpoch(reason)
       },
       error(error) {
         count.error('connection')

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from './db.js'
-import type { AgentState, ApiKeyState, UserState } from '../domain.js'
+import { apiKeyRevision, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
+import type { ChangeLog, RowChanged } from '../bus/bus.js'
 
 export interface UserRecord extends UserState {
   createdAt: Date
@@ -115,12 +116,15 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
 
 /**
  * One statement that runs `update` (an `UPDATE … RETURNING` of at most one row) and records
- * the change in change_outbox, so the commit and its outbox row are atomic. The result is
- * the updated row plus `outbox_id`; no row when nothing was updated (and then no outbox row).
+ * the change in change_outbox, so the commit and its outbox row are atomic (a trigger copies
+ * the row into change_log, the record a node catches up from after a reconnect: see
+ * migrations/003_change_log.sql). The result is the updated row plus `outbox_id`; no row
+ * when nothing was updated (and then no outbox row). `revision` is an expression over the
+ * updated row: the revision the change brought it to.
  */
-const withOutbox = (kind: OutboxKind, keyColumn: string, update: string) =>
+const withOutbox = (kind: OutboxKind, keyColumn: string, update: string, revision = 'revision') =>
   `WITH changed AS (${update}),
-        outbox AS (INSERT INTO change_outbox (kind, key) SELECT '${kind}', ${keyColumn}::text FROM changed RETURNING id)
+        outbox AS (INSERT INTO change_outbox (kind, key, revision) SELECT '${kind}', ${keyColumn}::text, ${revision} FROM changed RETURNING id)
    SELECT changed.*, outbox.id AS outbox_id FROM changed CROSS JOIN outbox`
 
 const outboxed =
@@ -305,7 +309,12 @@ export function createStore(db: Db) {
     /** Idempotent: a second revocation keeps the first revocation time. */
     revokeApiKey: (keyId: string): Promise<Outboxed<ApiKeyRecord> | undefined> =>
       one(
-        withOutbox('apiKey', 'key_id', `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`),
+        withOutbox(
+          'apiKey',
+          'key_id',
+          `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`,
+          `CASE WHEN revoked_at IS NULL THEN ${apiKeyRevision(false)} ELSE ${apiKeyRevision(true)} END`,
+        ),
         [keyId],
         outboxed(toApiKey),
       ),
@@ -343,6 +352,44 @@ export function createStore(db: Db) {
     deleteOutbox: async (ids: string[]): Promise<void> => {
       if (ids.length === 0) return
       await db.query(`DELETE FROM change_outbox WHERE id = ANY($1::bigint[])`, [ids])
+    },
+
+    // ── change log (see migrations/003_change_log.sql) ─────────────────────────
+    /**
+     * Every change committed since `horizon` was taken, read in one statement with the
+     * horizon for next time (the xmin of this statement's own snapshot). Incomplete — the
+     * caller must flush instead — when there is no horizon yet, when rows at or above it
+     * may have been pruned, or when there are more than `limit` (a flush is cheaper).
+     */
+    changesSince: async (horizon: string | undefined, limit: number): ReturnType<ChangeLog['since']> => {
+      const rows = await db.query<{ horizon: string; pruned: boolean; kind: string | null; key: string | null; revision: string | number | null }>(
+        `SELECT h.xmin::text AS horizon,
+                $1::xid8 IS NULL OR EXISTS (SELECT 1 FROM change_log_pruned WHERE through >= $1::xid8) AS pruned,
+                l.kind, l.key, l.revision
+         FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) h
+         LEFT JOIN LATERAL (SELECT kind, key, revision FROM change_log WHERE xid >= $1::xid8 LIMIT $2) l ON true`,
+        [horizon ?? null, limit + 1],
+      )
+      const first = rows[0]!
+      const changes: RowChanged[] = []
+      for (const row of rows) {
+        if (row.kind === null || row.key === null) continue
+        // No revision recorded: evict whatever is held of the row.
+        changes.push({ kind: row.kind as RowChanged['kind'], id: row.key, revision: row.revision === null ? Number.MAX_SAFE_INTEGER : Number(row.revision) })
+      }
+      return { complete: !first.pruned && changes.length <= limit, horizon: first.horizon, changes }
+    },
+
+    /** Deletes change_log rows older than `maxAgeMs`, remembering the highest transaction id deleted. */
+    pruneChangeLog: async (maxAgeMs: number): Promise<number> => {
+      const rows = await db.query<{ n: string | number }>(
+        `WITH gone AS (DELETE FROM change_log WHERE created_at < now() - $1::double precision * interval '1 millisecond' RETURNING xid),
+              mark AS (INSERT INTO change_log_pruned (through) SELECT max(xid) FROM gone HAVING count(*) > 0
+                       ON CONFLICT (only_row) DO UPDATE SET through = greatest(change_log_pruned.through, excluded.through))
+         SELECT count(*) AS n FROM gone`,
+        [maxAgeMs],
+      )
+      return Number(rows[0]!.n)
     },
 
     // ── generated secrets ────────────────────────────────────────────────────

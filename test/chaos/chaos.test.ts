@@ -11,13 +11,14 @@ import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess a
 import { startPostgres, startRedis, type PostgresServer, type RedisServer } from '../support/services.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
-/** The mutant run's nodes: `chat-auth serve`, less the cache flush on a new epoch (see the file). */
+/** The mutant runs' nodes: `chat-auth serve`, less one defence (see the file). */
 const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window'
 
-async function startNode(name: string, env: Record<string, string>, options: { unsafeNoEpochFlush: boolean }): Promise<NodeProcess> {
-  if (!options.unsafeNoEpochFlush) return startGatewayProcess(env, { name })
+async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
+  if (!options.mutant) return startGatewayProcess(env, { name })
   const port = await freePort()
-  const proc = spawnNode(UNSAFE_NODE_HOST, { name, env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
+  const proc = spawnNode(UNSAFE_NODE_HOST, { name, args: [options.mutant], env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
   const url = `http://127.0.0.1:${port}`
   await waitUntilServing(proc, `${url}/readyz`)
   return { ...proc, port, url }
@@ -33,8 +34,9 @@ async function startNode(name: string, env: Record<string, string>, options: { u
  * verification whose token version is lower than a version whose invalidation had
  * answered 200 before the verification started is a violation.
  *
- * Then once more with one defence disabled (no cache flush on reconnect): the checker
- * must find violations, or it proves nothing.
+ * Then once per mutant, each with one defence disabled (no flush and no catch-up on
+ * reconnect; a catch-up that skips what was committed while the channel was lost): the
+ * checker must find violations, or it proves nothing.
  */
 const LEASE_MS = 500
 const USERS = 40
@@ -93,7 +95,7 @@ function tokenVersion(token: string): number {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).tokenVersion
 }
 
-async function setUp(redis: RedisServer, postgres: PostgresServer, database: string, unsafe: boolean): Promise<Scenario> {
+async function setUp(redis: RedisServer, postgres: PostgresServer, database: string, mutant: Mutant | undefined): Promise<Scenario> {
   const proxies = await Promise.all([0, 1, 2].map(() => startTcpProxy(redis.port)))
   const databaseUrl = postgres.url.replace(/\/[^/]*$/, '/' + database)
   const env = (i: number) => ({
@@ -101,9 +103,9 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     REDIS_URL: `redis://127.0.0.1:${proxies[i]!.port}`,
     CACHE_LEASE_MS: String(LEASE_MS),
   })
-  // The mutant run starts its nodes through a test-only entry point: no configuration
-  // variable can switch the flush off.
-  const options = { unsafeNoEpochFlush: unsafe }
+  // The mutant runs start their nodes through a test-only entry point: no configuration
+  // variable can switch a defence off.
+  const options = { mutant }
   const nodes: NodeProcess[] = []
   try {
     nodes.push(await startNode('node-0', env(0), options))
@@ -436,7 +438,7 @@ t.teardown(async () => {
 const createDatabase = async (prefix: string) => (await createScratchDatabase(postgres!.url, prefix)).name
 
 t.test('under faults, no node accepts a token whose invalidation had answered', async (t) => {
-  const s = await setUp(redis!, postgres!, await createDatabase('chaos_safe'), false)
+  const s = await setUp(redis!, postgres!, await createDatabase('chaos_safe'), undefined)
   t.teardown(() => tearDown(s))
   const faults = selected(FAULTS)
   const result = await drive(s, faults, (line) => t.comment(line))
@@ -454,14 +456,19 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   }
 })
 
-t.test('the checker bites: with no cache flush on reconnect, violations appear', async (t) => {
-  const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), true)
-  t.teardown(() => tearDown(s))
-  const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
-  if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
-    t.fail('the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs) did not reach the Redis bus (GatewayOptions.redisBus → createRedisBus option unsafeNoEpochFlush)')
-    return
-  }
-  const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
-  t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
-})
+for (const [mutant, what] of [
+  ['no-epoch-flush', 'with no cache flush and no catch-up on reconnect'],
+  ['catch-up-skips-window', 'with a catch-up that skips what was committed while the channel was lost'],
+] as const) {
+  t.test(`the checker bites: ${what}, violations appear`, async (t) => {
+    const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), mutant)
+    t.teardown(() => tearDown(s))
+    const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
+    if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
+      t.fail(`the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs ${mutant}) did not reach the Redis bus (GatewayOptions.redisBus → createRedisBus)`)
+      return
+    }
+    const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
+    t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
+  })
+}
