@@ -8,7 +8,7 @@ import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
 import { createKeyring } from '../../src/jwt/keyring.js'
 import { createPostgresDb, type Db } from '../../src/store/db.js'
-import { ADMIN_TOKEN, JWT_SECRET } from './constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from './constants.js'
 import { freshPostgresDatabase, type Teardown } from './databases.js'
 import { emptyPglite } from './pglite-template.js'
 
@@ -63,7 +63,7 @@ export interface TestApp {
 export async function startApp(t: Teardown, env: Record<string, string> = {}, options: Partial<Omit<GatewayOptions, 'logger'>> = {}): Promise<TestApp> {
   // a store of its own, unless the test names one
   const own = env.DATABASE_URL || env.DATA_DIR || options.db ? undefined : await freshDb(t)
-  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', ...own?.env, ...env })
+  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ...own?.env, ...env })
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
   const { app, gateway } = await buildApp(config, { ...options, ...(own ? { db: own.db } : {}), logger })

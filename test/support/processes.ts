@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { ADMIN_TOKEN, JWT_SECRET } from './constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from './constants.js'
 import { waitFor } from './poll.js'
 import { freePort } from './ports.js'
 
@@ -143,7 +143,7 @@ export async function startGatewayProcess(env: Record<string, string>, options: 
   const proc = spawnNode(CLI, {
     name,
     args: ['serve'],
-    env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env },
+    env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ADMIN_TOKEN, JWT_SECRET, ...env },
   })
   options.teardown?.(() => proc.stop())
   const url = `http://127.0.0.1:${port}`
