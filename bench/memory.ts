@@ -50,9 +50,8 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
   const companyId = '6f1b3c2a-8d4e-4f5a-9b6c-7d8e9f0a1b2c'
   const agentId = '0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d'
   const now = new Date()
-  // what store.getUser returns: a fresh row object with fresh strings, as the pg driver makes them
-  const store = {
-    getUser: async (id: string): Promise<UserRecord> => ({
+  // what store.getUsers returns: fresh row objects with fresh strings, as the pg driver makes them
+  const row = (id: string): UserRecord => ({
       id: sharedId ? id : fresh(id),
       companyId: fresh(companyId),
       externalId: fresh('user-' + id.slice(24)),
@@ -62,8 +61,8 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
       revision: 0,
       createdAt: now,
       updatedAt: now,
-    }),
-  } as unknown as Store
+    })
+  const store = { getUsers: async (ids: string[]) => ids.map(row) } as unknown as Store
 
   collect()
   const before = process.memoryUsage().heapUsed

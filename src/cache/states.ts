@@ -1,8 +1,9 @@
 import { LRUCache } from 'lru-cache'
 import type { Change, InvalidationBus, RowChanged } from '../bus/bus.js'
-import { apiKeyRevision, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
+import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
+import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
 
 /**
  * The node's view of users, agents and API keys: served from coherent LRUs while the bus
@@ -22,7 +23,7 @@ export interface States {
 type ApiKeyRevision = ApiKeyState & Revisioned
 export type MaybePromise<T> = T | Promise<T>
 
-export function createStates(store: Pick<Store, 'getUser' | 'getAgent' | 'getApiKeyState'>, bus: InvalidationBus, cacheSize: number): States {
+export function createStates(store: Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates'>, bus: InvalidationBus, cacheSize: number): States {
   const users = new CoherentCache<UserState>(cacheSize)
   const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)))
   const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)))
@@ -51,32 +52,41 @@ export function createStates(store: Pick<Store, 'getUser' | 'getAgent' | 'getApi
     apiKeys.flush()
   })
 
-  function read<V extends Revisioned>(cache: CoherentCache<V>, key: string, load: () => Promise<V | undefined>): MaybePromise<V | undefined> {
+  // Misses are read in batches, one query per tick and cache (miss-batcher.ts). The read
+  // starts after the request did, so its answer is current for this request whatever
+  // happens to the cache; its ticket decides only whether it may be kept.
+  // Values are keyed by the string each was asked for: a cached user's id is its LRU key's own string.
+  const uuidRows = async <R extends { id: string }, V>(ids: string[], read: (ids: string[]) => Promise<R[]>, compact: (row: R, id: string) => V) => {
+    const asked = new Map(ids.filter(isUuid).map((id) => [id.toLowerCase(), id]))
+    const found = new Map<string, V>()
+    if (asked.size === 0) return found
+    for (const row of await read([...asked.keys()])) {
+      const id = asked.get(row.id)
+      if (id !== undefined) found.set(id, compact(row, id))
+    }
+    return found
+  }
+  const userMisses = createMissBatcher(users, (ids) => uuidRows(ids, store.getUsers, (user, id) => compactUser(user, id, intern)))
+  const agentMisses = createMissBatcher(agents, (ids) => uuidRows(ids, store.getAgents, (agent) => compactAgent(agent, intern)))
+  const apiKeyMisses = createMissBatcher(apiKeys, async (keyIds) => {
+    const found = new Map<string, ApiKeyRevision>()
+    for (const key of await store.getApiKeyStates(keyIds)) found.set(key.keyId, { ...key, companyId: intern(key.companyId), revision: apiKeyRevision(key.revoked) })
+    return found
+  })
+
+  function read<V extends Revisioned>(cache: CoherentCache<V>, key: string, misses: MissBatcher<V>): MaybePromise<V | undefined> {
     if (bus.trusted()) {
       const hit = cache.get(key)
       if (hit !== undefined) return hit
     }
-    return fill(cache, key, load)
-  }
-
-  async function fill<V extends Revisioned>(cache: CoherentCache<V>, key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    // The read starts after the request did, so its answer is current for this request
-    // whatever happens to the cache; the ticket decides only whether it may be kept.
-    const ticket = cache.ticket()
-    const value = await load()
-    if (value !== undefined) cache.fill(key, value, ticket)
-    return value
+    return misses.load(key)
   }
 
   return {
     caches: { users, agents, apiKeys },
-    user: (id) => read(users, id, async () => compactUser(await store.getUser(id), id, intern)),
-    agent: (id) => read(agents, id, async () => compactAgent(await store.getAgent(id), intern)),
-    apiKey: (keyId) =>
-      read(apiKeys, keyId, async () => {
-        const key = await store.getApiKeyState(keyId)
-        return key && { ...key, companyId: intern(key.companyId), revision: apiKeyRevision(key.revoked) }
-      }),
+    user: (id) => read(users, id, userMisses),
+    agent: (id) => read(agents, id, agentMisses),
+    apiKey: (keyId) => read(apiKeys, keyId, apiKeyMisses),
     knownUserId: (companyId, externalId) => userIds.get(companyId + '\u0000' + externalId),
     rememberUserId: (companyId, externalId, userId) => {
       userIds.set(companyId + '\u0000' + externalId, userId)

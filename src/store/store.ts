@@ -114,6 +114,19 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
   lastUsedAt: row.last_used_at,
 })
 
+interface ApiKeyStateRow {
+  key_id: string
+  company_id: string
+  secret_hash: Uint8Array
+  revoked: boolean
+}
+const toApiKeyState = (row: ApiKeyStateRow): ApiKeyState => ({
+  keyId: row.key_id,
+  companyId: row.company_id,
+  secretHash: Buffer.from(row.secret_hash),
+  revoked: row.revoked,
+})
+
 /**
  * One statement that runs `update` (an `UPDATE … RETURNING` of at most one row) and records
  * the change in change_outbox, so the commit and its outbox row are atomic (a trigger copies
@@ -205,6 +218,10 @@ export function createStore(db: Db) {
     getAgent: (id: string): Promise<AgentRecord | undefined> =>
       one(`SELECT ${AGENT_COLUMNS} FROM agent WHERE id = $1`, [id], toAgent),
 
+    /** Several agents in one query (the caches' batched misses); absent ids are left out. */
+    getAgents: async (ids: string[]): Promise<AgentRecord[]> =>
+      (await db.query<AgentRow>(`SELECT ${AGENT_COLUMNS} FROM agent WHERE id = ANY($1::uuid[])`, [ids])).map(toAgent),
+
     updateAgent: (id: string, patch: { name?: string; active?: boolean }): Promise<Outboxed<AgentRecord> | undefined> =>
       one(
         withOutbox(
@@ -220,6 +237,10 @@ export function createStore(db: Db) {
     // ── customer users ───────────────────────────────────────────────────────
     getUser: (id: string): Promise<UserRecord | undefined> =>
       one(`SELECT ${USER_COLUMNS} FROM customer_user WHERE id = $1`, [id], toUser),
+
+    /** Several users in one query (the caches' batched misses); absent ids are left out. */
+    getUsers: async (ids: string[]): Promise<UserRecord[]> =>
+      (await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM customer_user WHERE id = ANY($1::uuid[])`, [ids])).map(toUser),
 
     getUserByExternalId: (companyId: string, externalId: string): Promise<UserRecord | undefined> =>
       one(`SELECT ${USER_COLUMNS} FROM customer_user WHERE company_id = $1 AND external_id = $2`, [companyId, externalId], toUser),
@@ -290,16 +311,13 @@ export function createStore(db: Db) {
       ),
 
     getApiKeyState: (keyId: string): Promise<ApiKeyState | undefined> =>
-      one(
-        `SELECT key_id, company_id, secret_hash, revoked_at IS NOT NULL AS revoked FROM api_key WHERE key_id = $1`,
-        [keyId],
-        (row: { key_id: string; company_id: string; secret_hash: Uint8Array; revoked: boolean }) => ({
-          keyId: row.key_id,
-          companyId: row.company_id,
-          secretHash: Buffer.from(row.secret_hash),
-          revoked: row.revoked,
-        }),
-      ),
+      one(`SELECT key_id, company_id, secret_hash, revoked_at IS NOT NULL AS revoked FROM api_key WHERE key_id = $1`, [keyId], toApiKeyState),
+
+    /** Several keys in one query (the caches' batched misses); absent key ids are left out. */
+    getApiKeyStates: async (keyIds: string[]): Promise<ApiKeyState[]> =>
+      (
+        await db.query<ApiKeyStateRow>(`SELECT key_id, company_id, secret_hash, revoked_at IS NOT NULL AS revoked FROM api_key WHERE key_id = ANY($1::text[])`, [keyIds])
+      ).map(toApiKeyState),
 
     listApiKeys: async (companyId: string): Promise<ApiKeyRecord[]> =>
       (await db.query<ApiKeyRow>(`SELECT ${API_KEY_COLUMNS} FROM api_key WHERE company_id = $1 ORDER BY created_at, key_id`, [companyId])).map(
