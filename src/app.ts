@@ -35,7 +35,7 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
   await fastify.register(tokenRoute, { credentials, tokens })
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(verifyRoute, { verifyToken })
-  await fastify.register(operationsRoutes, { store, bus, metrics, keyring })
+  await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp })
   await fastify.register(adminRoutes, { credentials, store, changes, prefix: '/admin/v1' })
 }
 

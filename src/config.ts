@@ -24,6 +24,8 @@ export interface Config {
   cacheSize: number
   /** how long a node trusts its cache after the channel last proved itself alive */
   leaseMs: number
+  /** users read into the cache at start, before /readyz answers 200 (0: none) */
+  warmUpUsers: number
   /** first run on an empty store creates a demo company, agent and key */
   seedDemo: boolean
   /** channel and key prefix on Redis; the nodes of one deployment share it */
@@ -145,6 +147,7 @@ export const CONFIG_VARIABLES = [
   'BODY_LIMIT',
   'CACHE_SIZE',
   'CACHE_LEASE_MS',
+  'WARM_UP_USERS',
   'SEED_DEMO',
   'REDIS_PREFIX',
   'REQUEST_TIMEOUT',
@@ -180,9 +183,13 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer('BODY_LIMIT', read('BODY_LIMIT'), 16 * 1024, 1024, 1024 * 1024),
     cacheSize: integer('CACHE_SIZE', read('CACHE_SIZE'), 1_000_000, 100, 50_000_000),
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
+    warmUpUsers: integer('WARM_UP_USERS', read('WARM_UP_USERS'), 0, 0, 50_000_000),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
     redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
     limits: limits(read),
+  }
+  if (config.warmUpUsers > config.cacheSize) {
+    throw new ConfigError('WARM_UP_USERS', `must not exceed CACHE_SIZE (${config.cacheSize}): the cache would evict what the warm-up read`)
   }
   if (config.redis !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError(config.redis.kind === 'url' ? 'REDIS_URL' : 'REDIS_SENTINELS', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')

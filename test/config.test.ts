@@ -75,6 +75,9 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
     [{ CACHE_SIZE: 'many' }, 'CACHE_SIZE'],
+    [{ WARM_UP_USERS: '-1' }, 'WARM_UP_USERS'],
+    [{ WARM_UP_USERS: 'all' }, 'WARM_UP_USERS'],
+    [{ WARM_UP_USERS: '2000', CACHE_SIZE: '1000' }, 'WARM_UP_USERS'],
     [{ SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
     [{ REDIS_URL: 'redis://127.0.0.1:6379' }, 'REDIS_URL'],
     // Issue 13: Redis Sentinel, the other shape of the Redis settings.

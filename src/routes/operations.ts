@@ -14,6 +14,8 @@ const Readiness = Type.Object({
   database: Type.Union([Type.Literal('up'), Type.Literal('down')]),
   invalidationChannel: Type.Union([Type.Literal('subscribed'), Type.Literal('down')]),
   cacheTrusted: Type.Boolean(),
+  /** false while the start-up cache warm-up (WARM_UP_USERS) runs */
+  cacheWarm: Type.Boolean(),
 })
 // Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
 const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
@@ -24,13 +26,15 @@ export interface OperationsRoutesOptions {
   bus: Pick<InvalidationBus, 'health'>
   metrics: Pick<Metrics, 'render'>
   keyring: Pick<Keyring, 'jwks'>
+  /** false while the start-up cache warm-up runs */
+  warmedUp: () => boolean
 }
 
 /** SPEC §3.4: liveness, readiness and Prometheus metrics. */
-export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring }: OperationsRoutesOptions): Promise<void> {
+export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp }: OperationsRoutesOptions): Promise<void> {
   fastify.get('/healthz', { schema: { response: { 200: Health } } }, async () => ({ status: 'ok' as const }))
 
-  const notReady = { ...Readiness, description: 'The database does not answer in time, or the node cannot vouch for its cache' }
+  const notReady = { ...Readiness, description: 'The database does not answer in time, the node cannot vouch for its cache, or its cache warm-up is still running' }
   fastify.get('/readyz', { schema: { response: { 200: Readiness, 503: notReady } } }, async (_request, reply) => {
     const bus = channel.health()
     // A database that does not answer in time is down; the unref'd timer never holds the process.
@@ -41,12 +45,14 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
       ),
       delay(READINESS_TIMEOUT_MS, false, { ref: false }),
     ])
-    const ready = database && bus.ready && bus.trusted
+    const warm = warmedUp()
+    const ready = database && bus.ready && bus.trusted && warm
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       database: database ? 'up' : 'down',
       invalidationChannel: bus.ready ? 'subscribed' : 'down',
       cacheTrusted: bus.trusted,
+      cacheWarm: warm,
     })
   })
 

@@ -242,6 +242,10 @@ export function createStore(db: Db) {
     getUsers: async (ids: string[]): Promise<UserRecord[]> =>
       (await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM customer_user WHERE id = ANY($1::uuid[])`, [ids])).map(toUser),
 
+    /** Ids of the `limit` most recently created or changed users (a new node's cache warm-up). */
+    recentUserIds: async (limit: number): Promise<string[]> =>
+      (await db.query<{ id: string }>(`SELECT id FROM customer_user ORDER BY updated_at DESC LIMIT $1`, [limit])).map((row) => row.id),
+
     getUserByExternalId: (companyId: string, externalId: string): Promise<UserRecord | undefined> =>
       one(`SELECT ${USER_COLUMNS} FROM customer_user WHERE company_id = $1 AND external_id = $2`, [companyId, externalId], toUser),
 
