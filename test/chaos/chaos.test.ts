@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url'
 import { ADMIN_TOKEN, JWT_SECRET } from '../support/constants.js'
 import { freePort } from '../support/ports.js'
 import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess as NodeProcess } from '../support/processes.js'
-import { startPostgres, startRedis, type PostgresServer, type RedisServer } from '../support/services.js'
+import { startPostgres, startRedis, startSentinelSet, type PostgresServer, type RedisServer, type SentinelSet } from '../support/services.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
 /** The mutant runs' nodes: `chat-auth serve`, less one defence (see the file). */
 const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window'
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check'
 
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
   if (!options.mutant) return startGatewayProcess(env, { name })
@@ -123,7 +123,7 @@ async function tearDown(s: Scenario): Promise<void> {
   await Promise.allSettled(s.proxies.map((p) => p.close()))
 }
 
-type Fault = { name: string; run: (s: Scenario) => Promise<void> }
+type Fault<S = Scenario> = { name: string; run: (s: S) => Promise<void> }
 
 const subscriberIds = async (s: Scenario, nodeIndex?: number) => {
   const client = await s.redis.admin()
@@ -233,7 +233,10 @@ interface Result {
   examples: string[]
 }
 
-async function drive(s: Scenario, faults: Fault[], log: (line: string) => void): Promise<Result> {
+/** What every shape's scenario has: the nodes the driver talks to. */
+type Driven = { nodes: NodeProcess[] }
+
+async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: string) => void, options: { sampleReadiness?: boolean } = {}): Promise<Result> {
   const nodes = s.nodes.map((n) => n.url)
   const key = await setupCompany(nodes[0]!)
   const creds = { keyId: key.keyId, keySecret: key.keySecret }
@@ -250,6 +253,10 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
   const invalidations: Invalidation[] = []
   const windows: Window[] = []
   let invalidationsTried = 0
+  // Every write's answer, and (with sampleReadiness) each node's /readyz every 25 ms: how
+  // long writes answered 503 and nodes read PostgreSQL around each fault. Not checked, reported.
+  const writes: Array<{ start: number; end: number; status: number }> = []
+  const notReady: Array<Array<{ at: number; ready: boolean }>> = nodes.map(() => [])
   let inFlight = 0
   let skipped = 0
   let running = true
@@ -287,8 +294,10 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
   const invalidateOnce = async () => {
     const user = Math.floor(Math.random() * USERS)
     invalidationsTried++
+    const start = now()
     const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/invalidate-token', { ...creds, customerUserId: users[user]!.id }).catch(() => undefined)
     const end = now()
+    writes.push({ start, end, status: answer?.status ?? 0 })
     if (answer?.status === 200) {
       invalidations.push({ user, version: answer.body.newTokenVersion, end })
       await fetchToken(user)
@@ -319,6 +328,21 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
     }
   })()
 
+  const sampler = options.sampleReadiness
+    ? (async () => {
+        while (running) {
+          await Promise.all(
+            nodes.map(async (n, i) => {
+              const at = now()
+              const status = await call(n, 'GET', '/readyz').then((r) => r.status, () => 0)
+              notReady[i]!.push({ at, ready: status === 200 })
+            }),
+          )
+          await sleep(25)
+        }
+      })()
+    : undefined
+
   const loadStarted = now()
   await sleep(3000) // steady state first
   for (const fault of faults) {
@@ -342,6 +366,7 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
   await sleep(2000)
   running = false
   await load
+  await sampler
   await waitFor('requests in flight to finish', () => inFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
   const loadSeconds = (now() - loadStarted) / 1000
 
@@ -407,6 +432,26 @@ async function drive(s: Scenario, faults: Fault[], log: (line: string) => void):
       `${invalidationsTried} invalidations (${invalidations.length} answered 200, ${(invalidationsTried / loadSeconds).toFixed(1)}/s) in ${loadSeconds.toFixed(1)} s`,
   )
   log(`faults injected: ${windows.length}`)
+  // Around each fault (from its start to 1.5 s after every node was ready again): writes
+  // that answered 503 and the span from the first to the last; per node, the time it
+  // could not vouch for its cache (so verifications read PostgreSQL), from the samples.
+  for (const w of windows) {
+    const near = (at: number) => at >= w.start && at <= w.end + 1500
+    const failed = writes.filter((x) => near(x.start) && x.status === 503)
+    const span = failed.length ? `${((Math.max(...failed.map((x) => x.end)) - Math.min(...failed.map((x) => x.start))) / 1000).toFixed(2)} s` : '0 s'
+    const ok = writes.filter((x) => near(x.start) && x.status === 200).length
+    let line = `  ${w.name}: writes ${failed.length}×503 over ${span} (${ok}×200)`
+    if (options.sampleReadiness) {
+      const perNode = notReady.map((samples, i) => {
+        const inWindow = samples.filter((x) => near(x.at))
+        let unready = 0
+        for (let k = 0; k + 1 < inWindow.length; k++) if (!inWindow[k]!.ready) unready += inWindow[k + 1]!.at - inWindow[k]!.at
+        return `node-${i} ${(unready / 1000).toFixed(2)} s`
+      })
+      line += `; reading PostgreSQL (not ready): ${perNode.join(', ')}`
+    }
+    log(line)
+  }
   log(`503 rate: ${(rate503(during) * 100).toFixed(2)}% during faults (${during.length} verifications), ${(rate503(after) * 100).toFixed(2)}% outside them (${after.length})`)
   for (const example of examples) log(`  violation: ${example}`)
   log(`violations: ${violations}`)
@@ -472,3 +517,102 @@ for (const [mutant, what] of [
     t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
   })
 }
+
+// ── The Sentinel shape: one primary, one replica, three sentinels; failover as the faults ──
+interface SentinelScenario {
+  set: SentinelSet
+  nodes: NodeProcess[]
+}
+
+async function setUpSentinel(set: SentinelSet, postgres: PostgresServer, database: string, mutant: 'no-primary-check' | undefined): Promise<SentinelScenario> {
+  const env = {
+    DATABASE_URL: postgres.url.replace(/\/[^/]*$/, '/' + database),
+    REDIS_SENTINELS: set.sentinelsEnv,
+    REDIS_SENTINEL_NAME: set.name,
+    CACHE_LEASE_MS: String(LEASE_MS),
+  }
+  const options = { mutant }
+  const nodes: NodeProcess[] = []
+  try {
+    nodes.push(await startNode('node-0', env, options))
+    nodes.push(...(await Promise.all([startNode('node-1', env, options), startNode('node-2', env, options)])))
+  } catch (error) {
+    await Promise.allSettled(nodes.map((n) => n.stop()))
+    throw error
+  }
+  return { set, nodes }
+}
+
+/** Closes every connection of one node (the first subscriber listed) on the server at `port`; its id. */
+async function killOneNodesConnections(set: SentinelSet, port: number): Promise<string | undefined> {
+  const client = await set.client(port)
+  const list = ((await client.client('LIST')) as string).split('\n')
+  const nodeId = list.map((l) => / name=[^ ]*:sub:([0-9a-f]+)/.exec(l)?.[1]).find((id) => id !== undefined)
+  if (nodeId === undefined) return undefined
+  for (const line of list.filter((l) => l.includes(`:${nodeId} `))) await client.client('KILL', 'ID', line.match(/\bid=(\d+)/)![1]!).catch(() => {})
+  return nodeId
+}
+
+let killedPrimary: number | undefined
+
+const SENTINEL_FAULTS: Array<Fault<SentinelScenario>> = [
+  {
+    name: 'SENTINEL FAILOVER while healthy',
+    run: async (s) => {
+      await s.set.failover()
+    },
+  },
+  {
+    name: "split brain: SENTINEL FAILOVER, then one node's connections to the old primary closed while it still serves",
+    run: async (s) => {
+      const before = await s.set.primaryPort()
+      await s.set.failover(40_000)
+      // That node reconnects (asking the sentinels) to the new primary; the old one keeps
+      // serving the others until Sentinel demotes it, seconds later: the fault lasts until then.
+      await killOneNodesConnections(s.set, before)
+      await s.set.waitForRole(before, 'slave', 30_000)
+    },
+  },
+  {
+    name: 'primary killed (SIGKILL)',
+    run: async (s) => {
+      killedPrimary = await s.set.killPrimary(60_000)
+    },
+  },
+  {
+    name: 'the old primary returns (a primary with empty data until Sentinel makes it a replica)',
+    run: async (s) => {
+      if (killedPrimary === undefined) return
+      await s.set.restart(killedPrimary)
+      await s.set.waitForRole(killedPrimary, 'slave', 40_000)
+    },
+  },
+]
+
+const SENTINEL_UNSAFE_FAULTS = [SENTINEL_FAULTS[1]!, SENTINEL_FAULTS[1]!]
+
+t.test('Sentinel: through failovers, no node accepts a token whose invalidation had answered', async (t) => {
+  const set = await startSentinelSet()
+  t.teardown(() => set.stop())
+  const s = await setUpSentinel(set, postgres!, await createDatabase('chaos_sentinel'), undefined)
+  t.teardown(() => Promise.allSettled(s.nodes.map((n) => n.stop())))
+  const faults = process.env.CHAOS_SENTINEL_FAULTS ? process.env.CHAOS_SENTINEL_FAULTS.split(',').map((i) => SENTINEL_FAULTS[Number(i)]!) : SENTINEL_FAULTS
+  const result = await drive(s, faults, (line) => t.comment(line), { sampleReadiness: true })
+  t.equal(result.faults, faults.length, 'every fault was injected')
+  t.ok(result.invalidationsOk > 100 && result.accepted > 1000, 'the load did run')
+  t.equal(result.violations, 0, `violations: ${result.violations}`)
+})
+
+t.test('the checker bites on Sentinel: with the primary not checked with the sentinels, violations appear', async (t) => {
+  const set = await startSentinelSet()
+  t.teardown(() => set.stop())
+  const s = await setUpSentinel(set, postgres!, await createDatabase('chaos_sentinel_unsafe'), 'no-primary-check')
+  t.teardown(() => Promise.allSettled(s.nodes.map((n) => n.stop())))
+  const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
+  if (!/chat_auth_bus_unsafe_no_primary_check 1/.test(String(wired.body))) {
+    t.fail('the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs no-primary-check) did not reach the Redis bus')
+    return
+  }
+  const result = await drive(s, SENTINEL_UNSAFE_FAULTS, (line) => t.comment(line), { sampleReadiness: true })
+  t.ok(result.violations > 0, `with the primary unchecked the checker finds violations (${result.violations})`)
+})

@@ -219,6 +219,8 @@ export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet>
   const dataArgs = (port: number) => [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning',
     '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
+    // A replica's full sync writes an RDB file: into the temporary folder, not the working directory.
+    '--dir', dir, '--dbfilename', `dump-${port}.rdb`,
   ]
   const [first, second] = dataPorts as [number, number]
   await launch(first, dataArgs(first), 'redis-primary')
