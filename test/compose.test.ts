@@ -31,6 +31,44 @@ t.test('docker-compose sets only variables the config accepts, with values it ac
   t.match(config.redis, { kind: 'url', url: /^redis:\/\// })
 })
 
+/** `docker compose -f docker-compose.yml -f docker-compose.sentinel.yml`: the gateway environment as merged, and the file. */
+function sentinelVariant(): { env: Record<string, string>; file: string } {
+  const file = readFileSync(new URL('docker-compose.sentinel.yml', root), 'utf8')
+  const lines = file.split('\n')
+  const start = lines.findIndex((line) => /^x-sentinel-env: &sentinel-env\s*$/.test(line))
+  const env = { ...gatewayEnvironment() }
+  for (const line of lines.slice(start + 1)) {
+    if (/^\s*#/.test(line)) continue
+    const match = /^ {2}([A-Z_][A-Z0-9_]*):\s*(.*)$/.exec(line)
+    if (!match) break
+    env[match[1]!] = match[2]!.replace(/^"(.*)"$/, '$1')
+  }
+  return { env, file }
+}
+
+t.test('the Sentinel variant (docker-compose.sentinel.yml) configures every node for the sentinels it starts', async (t) => {
+  const { env, file } = sentinelVariant()
+  for (const name of Object.keys(env)) t.ok((CONFIG_VARIABLES as readonly string[]).includes(name), `${name} is a config variable`)
+  const resolved = Object.fromEntries(
+    Object.entries(env)
+      .filter(([, value]) => value !== '')
+      .map(([name, value]) => [name, value.replace(/\$\{ADMIN_TOKEN[^}]*\}/, 'a'.repeat(24)).replace(/\$\{JWT_SECRET[^}]*\}/, 'b'.repeat(64))]),
+  )
+  const config = loadConfig(resolved)
+  if (config.redis?.kind !== 'sentinel') return t.fail('the variant configures Redis Sentinel')
+  const monitored = /sentinel monitor (\S+) (\S+) (\d+) (\d+)/.exec(file)
+  t.equal(config.redis.name, monitored?.[1], 'REDIS_SENTINEL_NAME is the name the sentinels monitor')
+  t.match(file, new RegExp(`^  ${monitored?.[2]}-replica:`, 'm'), 'the monitored primary has a replica in the file')
+  const services = new Set([...file.matchAll(/^ {2}([a-z0-9-]+):/gm)].map((m) => m[1]!))
+  t.equal(config.redis.sentinels.length, 3, 'three sentinels')
+  for (const { host, port } of config.redis.sentinels) {
+    t.ok(services.has(host), `${host} is a service of the variant`)
+    t.equal(port, 26379)
+  }
+  t.ok(Number(monitored?.[4]) > config.redis.sentinels.length / 2, 'the failover quorum is a majority')
+  for (const gateway of ['gateway-1', 'gateway-2']) t.match(file, new RegExp(`^  ${gateway}:\\n    environment: \\*sentinel-env`, 'm'), `${gateway} uses the sentinels`)
+})
+
 t.test("the README's configuration table lists exactly the variables the config reads", async (t) => {
   const readme = readFileSync(new URL('README.md', root), 'utf8')
   const table = readme.slice(readme.indexOf('## Configuration'))
