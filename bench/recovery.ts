@@ -67,6 +67,8 @@ export interface RecoveryResult {
   backTo90S: number | undefined
   non200: Record<string, number>
   wrong: number
+  /** from the kill to the end of the run: user-cache misses (store reads), cache flushes, catch-ups */
+  afterKill: { userMisses: number; epochs: number; catchUps: number } | undefined
 }
 
 function median(values: number[]): number {
@@ -87,6 +89,17 @@ function roundRobin(ds: Dataset, windows: Windows, startedAt: () => number): Wor
       if (status !== 200) windows.statuses[status] = (windows.statuses[status] ?? 0) + 1
       return status === 200
     },
+  }
+}
+
+/** The node's counters that tell a flush from a catch-up: user-cache misses, epochs, catch-ups. */
+async function counters(node: Proc): Promise<{ userMisses: number; epochs: number; catchUps: number }> {
+  const text = await (await fetch(node.url + '/metrics')).text()
+  const sum = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0)
+  return {
+    userMisses: sum(/^chat_auth_cache_misses_total\{cache="users"\} (\d+)/gm),
+    epochs: sum(/^chat_auth_bus_epoch_changes_total\{[^}]*\} (\d+)/gm),
+    catchUps: sum(/^chat_auth_bus_catch_ups_total\{outcome="complete"\} (\d+)/gm),
   }
 }
 
@@ -141,12 +154,16 @@ async function main(): Promise<void> {
     const windows: Windows = { counts: [], statuses: {} }
     let startedAt = performance.now()
     if (!args['cold-start']) {
+      let atKill: Awaited<ReturnType<typeof counters>> | undefined
       const kill = setTimeout(() => {
+        void counters(nodes[0]!).then((c) => (atKill = c))
         void redis.client('KILL', 'TYPE', 'pubsub').then((n) => process.stderr.write(`  killed ${String(n)} subscriber connection(s) at ${((performance.now() - startedAt) / 1000).toFixed(2)} s\n`))
       }, killAtS * 1000)
       startedAt = performance.now()
       const run = await runLoad(roundRobin(ds, windows, () => startedAt), { label: 'recovery', urls: [nodes[0]!.url], connections, durationS })
       clearTimeout(kill)
+      const atEnd = await counters(nodes[0]!)
+      const delta = atKill && { userMisses: atEnd.userMisses - atKill.userMisses, epochs: atEnd.epochs - atKill.epochs, catchUps: atEnd.catchUps - atKill.catchUps }
       const perS = windows.counts.map((c) => (c ?? 0) * (1000 / WINDOW_MS))
       const killWindow = Math.floor((killAtS * 1000) / WINDOW_MS)
       // the first second is warm-up; the last window is partial
@@ -165,13 +182,15 @@ async function main(): Promise<void> {
         backTo90S: lastLow === after.length - 1 ? undefined : ((lastLow + 1) * WINDOW_MS) / 1000,
         non200: windows.statuses,
         wrong: run.wrong,
+        afterKill: delta,
       }
       process.stdout.write(
         `recovery, ${users.toLocaleString('en-US')} cached users, verify-hot over ${layout.hot.toLocaleString('en-US')} of them, ${connections} connections, subscriber killed at ${killAtS} s\n` +
           `  req/s per 500 ms: ${perS.map((v) => Math.round(v)).join(' ')}\n` +
           `  median before the kill ${Math.round(medianBefore)}/s; worst window after it ${Math.round(worstAfter)}/s (${result.worstRatio.toFixed(2)}×); ` +
           `back to ≥ 0.9× ${result.backTo90S === undefined ? 'never within the run' : `${result.backTo90S.toFixed(1)} s after the kill`}\n` +
-          `  non-200: ${JSON.stringify(result.non200)} (503s: ${result.non200['503'] ?? 0}); wrong answers: ${result.wrong}; errors ${run.errors}\n`,
+          `  non-200: ${JSON.stringify(result.non200)} (503s: ${result.non200['503'] ?? 0}); wrong answers: ${result.wrong}; errors ${run.errors}\n` +
+          `  after the kill: ${delta ? `${delta.userMisses} user-cache misses (store reads), ${delta.epochs} cache flushes, ${delta.catchUps} catch-ups` : 'node counters not read'}\n`,
       )
       if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2))
       return

@@ -52,6 +52,8 @@ Load
   --memory-users N       users of the in-process heap measurement (1000000; 0 skips)
   --node-options "…"     extra node flags for the nodes under test (e.g. --max-old-space-size=384)
   --cpu-prof             start nodes with --cpu-prof (profiles in ./bench-profiles)
+  --no-recovery          skip bench/recovery.ts (recovery: subscriber killed under verify-hot;
+                         cold-start: a node joining a warm one), run after the table on pg + Redis
 
 Output
   --json FILE            write every raw result as JSON
@@ -86,6 +88,7 @@ const { values: args } = parseArgs({
     'rate-share': { type: 'string' },
     'node-options': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
+    'no-recovery': { type: 'boolean', default: false },
     json: { type: 'string' },
     markdown: { type: 'boolean', default: false },
     smoke: { type: 'boolean', default: false },
@@ -423,6 +426,24 @@ async function main(): Promise<void> {
   const table = buildTable(report, args.markdown)
   process.stdout.write(table + '\n')
   if (args.json) writeFileSync(args.json, JSON.stringify({ ...report, rows: undefined, opts }, null, 2))
+
+  // recovery and cold-start need a node on PostgreSQL and Redis of their own (bench/recovery.ts)
+  if (!smoke && !remote && store === 'pg' && !args['no-recovery']) {
+    for (const extra of [[], ['--cold-start']]) {
+      log(`bench/recovery.ts ${extra.join(' ')}`)
+      const out = await runRecovery(['--users', String(opts.users), '--pg-url', args['pg-url']!, '--redis-url', args['redis-url']!, ...extra]).catch((error: unknown) => `recovery ${extra.join(' ')} failed: ${firstLine(error)}\n`)
+      process.stdout.write('\n' + out)
+    }
+  }
+}
+
+async function runRecovery(extra: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [DIST + 'bench/recovery.js', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c))
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exited ${code}`))))
+  })
 }
 
 function saveMixed(ds: Dataset, workload: ReturnType<typeof S.mixed>): void {
