@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { pino } from 'pino'
 import type { RedisSentinelConnection } from '../src/config.js'
 import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
+import { createSentinelWatch } from '../src/bus/sentinel-watch.js'
 import type { Change, RowChanged } from '../src/bus/bus.js'
 import { deriveBusKeys } from '../src/bus/messages.js'
 import { StoreUnavailableError } from '../src/errors.js'
@@ -127,4 +129,29 @@ t.test('primary killed: writes fail while no primary serves and succeed once the
   t.ok((await subscribedOn(primary, a)) && (await subscribedOn(primary, b)), 'both subscribed on the new primary')
   await a.bus.publish(userChange('after-kill'))
   t.ok(received(b, 'after-kill'), 'a change published on the new primary reaches the other node')
+})
+
+t.test("a writer's confirmation: only the server a majority of sentinels names now, and since when", async (t) => {
+  const started = performance.now()
+  let changes = 0
+  const watch = createSentinelWatch({
+    connection: connection(),
+    leaseMs: LEASE_MS,
+    queryTimeoutMs: LEASE_MS,
+    now: () => performance.now(),
+    onPrimaryChanged: () => changes++,
+    onError: () => {},
+  })
+  // As the bus does every tick.
+  const ticking = setInterval(() => watch.poll(), LEASE_MS / 4)
+  t.teardown(() => (clearInterval(ticking), watch.close()))
+  const primary = `127.0.0.1:${await set.primaryPort()}`
+  const other = `127.0.0.1:${set.dataPorts.find((port) => `127.0.0.1:${port}` !== primary)}`
+  const since = await watch.confirm(primary, performance.now(), 5000)
+  t.ok(since !== undefined && since >= started, 'the primary is confirmed, with the moment this view first had the majority')
+  t.equal(watch.primaryAddress(), primary, 'the majority names it')
+  t.ok(watch.vouchedUntil() > performance.now(), 'and the answers vouch for it for a lease')
+  t.equal(changes, 1, 'the first majority counts as a change (the caller flushes)')
+  t.equal(await watch.confirm(other, performance.now(), 5000), undefined, 'any other server is refused: a writer whose PUBLISH it ran answers 503')
+  t.equal(await watch.confirm(primary, performance.now(), 5000), since, 'the same majority keeps its first moment')
 })
