@@ -4,12 +4,12 @@ import t from 'tap'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
-import { rowChanged, type Change, type RowChanged } from '../src/bus/bus.js'
+import type { RedisBus } from '../src/bus/redis-bus.js'
+import { rowChanged, type RowChanged } from '../src/bus/bus.js'
 import { createMessageCodec, deriveBusKeys, type BusKey } from '../src/bus/messages.js'
 import { StoreUnavailableError } from '../src/errors.js'
 import { Metrics } from '../src/metrics.js'
-import { waitFor } from './support/poll.js'
+import { busNodes, userChanges, until as untilState, type BusNode } from './support/bus-nodes.js'
 import { startTcpProxy } from './support/tcp-proxy.js'
 
 /**
@@ -25,32 +25,16 @@ const admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 
 const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'redis-bus-test-secret-of-at-least-32-bytes' }])
 const OTHER_KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'another-deployment-secret-of-32-bytes-or-more' }])
 
-interface Node {
-  bus: RedisBus
-  metrics: Metrics
-  changes: Array<Change | RowChanged>
-  epochs: number
-}
-
-const nodes: Node[] = []
+const buses = busNodes({ url: REDIS_URL, leaseMs: LEASE_MS, logger, prefix, keys: KEYS })
+const nodes = buses.nodes
+type Node = BusNode
 
 function node(url = REDIS_URL, extra: { leaseMs?: number; keys?: BusKey[] } = {}): Node {
-  const metrics = new Metrics()
-  const bus = createRedisBus({ url, leaseMs: extra.leaseMs ?? LEASE_MS, logger, metrics, prefix, keys: extra.keys ?? KEYS })
-  const n: Node = { bus, metrics, changes: [], epochs: 0 }
-  bus.onChange((change) => n.changes.push(change))
-  bus.onEpochChange(() => n.epochs++)
-  nodes.push(n)
-  return n
+  return buses.start({ url, ...(extra.leaseMs === undefined ? {} : { leaseMs: extra.leaseMs }), ...(extra.keys === undefined ? {} : { keys: extra.keys }) })
 }
 
-let revision = 0
-const userChange = (id = 'u1'): Change => ({
-  kind: 'user',
-  state: { id, companyId: 'c', externalId: 'e', agentId: 'a', tokenVersion: ++revision, active: true, revision },
-})
-
-const until = (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 5000) => waitFor(what, predicate, { timeoutMs, everyMs: 5 })
+const userChange = userChanges()
+const until = untilState(5000, 5)
 
 const subscriberClientId = async (bus: RedisBus): Promise<string | undefined> => {
   const list = (await admin.client('LIST')) as string
@@ -69,7 +53,7 @@ t.before(async () => {
 })
 
 t.teardown(async () => {
-  await Promise.allSettled(nodes.map((n) => n.bus.close()))
+  await buses.closeAll()
   const keys = await admin.keys(`${prefix}:*`)
   if (keys.length) await admin.del(...keys)
   admin.disconnect()

@@ -3,13 +3,11 @@ import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { pino } from 'pino'
 import type { RedisSentinelConnection } from '../src/config.js'
-import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
 import { createSentinelWatch } from '../src/bus/sentinel-watch.js'
-import type { Change, RowChanged } from '../src/bus/bus.js'
 import { deriveBusKeys } from '../src/bus/messages.js'
 import { StoreUnavailableError } from '../src/errors.js'
-import { Metrics } from '../src/metrics.js'
-import { sleep, waitFor } from './support/poll.js'
+import { sleep } from './support/poll.js'
+import { busNodes, userChanges, until as untilState, type BusNode } from './support/bus-nodes.js'
 import { startSentinelSet, type SentinelSet } from './support/services.js'
 
 /**
@@ -22,21 +20,13 @@ const prefix = `chat-auth-sentinel-${randomBytes(4).toString('hex')}`
 const logger = pino({ level: 'silent' })
 const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'redis-sentinel-test-secret-of-at-least-32-bytes' }])
 
-interface Node {
-  bus: RedisBus
-  metrics: Metrics
-  changes: Array<Change | RowChanged>
-  epochs: number
-}
-
 let set: SentinelSet
-const nodes: Node[] = []
 
 t.before(async () => {
   set = await startSentinelSet()
 })
 t.teardown(async () => {
-  await Promise.allSettled(nodes.map((n) => n.bus.close()))
+  await buses.closeAll()
   await set?.stop()
 })
 
@@ -53,23 +43,12 @@ function connection(): RedisSentinelConnection {
   }
 }
 
-function node(): Node {
-  const metrics = new Metrics()
-  const bus = createRedisBus({ connection: connection(), leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS })
-  const n: Node = { bus, metrics, changes: [], epochs: 0 }
-  bus.onChange((change) => n.changes.push(change))
-  bus.onEpochChange(() => n.epochs++)
-  nodes.push(n)
-  return n
-}
-
-let revision = 0
-const userChange = (id = 'u1'): Change => ({
-  kind: 'user',
-  state: { id, companyId: 'c', externalId: 'e', agentId: 'a', tokenVersion: ++revision, active: true, revision },
-})
-
-const until = (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 15_000) => waitFor(what, predicate, { timeoutMs, everyMs: 10 })
+const buses = busNodes({ leaseMs: LEASE_MS, logger, prefix, keys: KEYS })
+const nodes = buses.nodes
+type Node = BusNode
+const node = (): Node => buses.start({ connection: connection() })
+const userChange = userChanges()
+const until = untilState(15_000, 10)
 
 /** Is this node's subscriber connection on the data server at `port`? */
 const subscribedOn = async (port: number, n: Node): Promise<boolean> => {

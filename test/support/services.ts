@@ -23,6 +23,18 @@ export interface RedisServer {
   stop(): Promise<void>
 }
 
+/** What a Redis server (or sentinel) on 127.0.0.1:port answers to PING, on a connection of its own. */
+async function pingReply(port: number): Promise<string> {
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  probe.on('error', () => {})
+  try {
+    await probe.connect()
+    return await probe.ping()
+  } finally {
+    probe.disconnect()
+  }
+}
+
 export async function startRedis(): Promise<RedisServer> {
   const port = await freePort()
   let server: ChildHandle | undefined
@@ -36,14 +48,7 @@ export async function startRedis(): Promise<RedisServer> {
       `redis-server on port ${port} to answer PING`,
       async () => {
         if (!started.running()) throw new Error(`redis-server exited: ${started.output()}`)
-        const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-        probe.on('error', () => {})
-        try {
-          await probe.connect()
-          return await probe.ping()
-        } finally {
-          probe.disconnect()
-        }
+        return pingReply(port)
       },
       { until: (reply) => reply === 'PONG' },
     )
@@ -194,16 +199,6 @@ export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet>
     }
     return c
   }
-  const answers = async (port: number): Promise<string | undefined> => {
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-    probe.on('error', () => {})
-    try {
-      await probe.connect()
-      return await probe.ping()
-    } finally {
-      probe.disconnect()
-    }
-  }
   const launch = async (port: number, args: string[], label: string) => {
     const started = spawnProcess('redis-server', args, { name: label })
     servers.set(port, started)
@@ -211,7 +206,7 @@ export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet>
       `${label} on port ${port} to answer PING`,
       async () => {
         if (!started.running()) throw new Error(`${label} exited: ${started.output()}`)
-        return answers(port)
+        return pingReply(port)
       },
       { until: (reply) => reply === 'PONG' },
     )
