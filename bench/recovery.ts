@@ -69,6 +69,8 @@ export interface RecoveryResult {
   wrong: number
   /** from the kill to the end of the run: user-cache misses (store reads), cache flushes, catch-ups */
   afterKill: { userMisses: number; epochs: number; catchUps: number } | undefined
+  /** from the kill until the node's /metrics said its cache was trusted again (polled every 10 ms) */
+  untrustedMs: number | undefined
 }
 
 function median(values: number[]): number {
@@ -157,9 +159,17 @@ async function main(): Promise<void> {
     let startedAt = performance.now()
     if (!args['cold-start']) {
       let atKill: Awaited<ReturnType<typeof counters>> | undefined
+      let untrustedMs: number | undefined
       const kill = setTimeout(() => {
         void counters(nodes[0]!).then((c) => (atKill = c))
-        void redis.client('KILL', 'TYPE', 'pubsub').then((n) => process.stderr.write(`  killed ${String(n)} subscriber connection(s) at ${((performance.now() - startedAt) / 1000).toFixed(2)} s\n`))
+        void redis.client('KILL', 'TYPE', 'pubsub').then(async (n) => {
+          const killedAt = performance.now()
+          process.stderr.write(`  killed ${String(n)} subscriber connection(s) at ${((killedAt - startedAt) / 1000).toFixed(2)} s\n`)
+          // how long the node served without trusting its cache (every request read the store)
+          await new Promise((resolve) => setTimeout(resolve, 5))
+          while (performance.now() - killedAt < 5000 && !/^chat_auth_cache_trusted 1$/m.test(await (await fetch(nodes[0]!.url + '/metrics')).text())) await new Promise((resolve) => setTimeout(resolve, 10))
+          untrustedMs = performance.now() - killedAt
+        })
       }, killAtS * 1000)
       startedAt = performance.now()
       const run = await runLoad(roundRobin(ds, windows, () => startedAt), { label: 'recovery', urls: [nodes[0]!.url], connections, durationS })
@@ -185,6 +195,7 @@ async function main(): Promise<void> {
         non200: windows.statuses,
         wrong: run.wrong,
         afterKill: delta,
+        untrustedMs,
       }
       process.stdout.write(
         `recovery, ${users.toLocaleString('en-US')} cached users, verify-hot over ${layout.hot.toLocaleString('en-US')} of them, ${connections} connections, subscriber killed at ${killAtS} s\n` +
@@ -192,6 +203,7 @@ async function main(): Promise<void> {
           `  median before the kill ${Math.round(medianBefore)}/s; worst window after it ${Math.round(worstAfter)}/s (${result.worstRatio.toFixed(2)}×); ` +
           `back to ≥ 0.9× ${result.backTo90S === undefined ? 'never within the run' : `${result.backTo90S.toFixed(1)} s after the kill`}\n` +
           `  non-200: ${JSON.stringify(result.non200)} (503s: ${result.non200['503'] ?? 0}); wrong answers: ${result.wrong}; errors ${run.errors}\n` +
+          `  cache untrusted for ${untrustedMs === undefined ? '?' : `≤ ${Math.round(untrustedMs)} ms`} after the kill (polled)\n` +
           `  after the kill: ${delta ? `${delta.userMisses} user-cache misses (store reads), ${delta.epochs} cache flushes, ${delta.catchUps} catch-ups` : 'node counters not read'}\n`,
       )
       if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2))
