@@ -1,13 +1,16 @@
 /**
  * Heap per cached user: fills the node's user cache (src/cache/states.ts) with N users as
  * a verification would (key = the token's `sub`, value = the row as the store returns it,
- * compacted by states.ts), forcing GC around it.
+ * compacted by states.ts), forcing GC around it. Then heap per revoked jti: the node's
+ * revoked map (src/cache/revoked-tokens.ts) filled with M revocations as the bus delivers
+ * them.
  *
- *   node --expose-gc dist/bench/memory.js [--users 1000000] [--json]
+ *   node --expose-gc dist/bench/memory.js [--users 1000000] [--revoked 1000000] [--json]
  */
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { createStates } from '../src/cache/states.js'
+import { createRevokedTokens } from '../src/cache/revoked-tokens.js'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
 import type { Store, UserRecord } from '../src/store/store.js'
 import { createKeyring } from '../src/jwt/keyring.js'
@@ -26,6 +29,15 @@ export interface MemoryResult {
   fillSeconds: number
   /** the JWT verifier's own cache (src/jwt/keyring.ts, fast-jwt), full: a fixed cost per node */
   verifierCache?: { tokens: number; mb: number; bytesPerToken: number }
+  /** the revoked-jti map (src/cache/revoked-tokens.ts) */
+  revokedTokens?: RevokedMemory
+}
+
+export interface RevokedMemory {
+  revoked: number
+  mb: number
+  bytesPerJti: number
+  fillSeconds: number
 }
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -62,7 +74,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
       createdAt: now,
       updatedAt: now,
     })
-  const store = { getUsers: async (ids: string[]) => ids.map(row) } as unknown as Store
+  const store = { getUsers: async (ids: string[]) => ids.map(row), liveRevokedTokens: async () => [] } as unknown as Store
 
   collect()
   const before = process.memoryUsage().heapUsed
@@ -78,6 +90,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
   collect()
   const full = process.memoryUsage()
   const cached = states.caches.users.size
+  states.close()
   return {
     users,
     cacheSize,
@@ -109,17 +122,49 @@ export function measureVerifierCache(tokens: number): { tokens: number; mb: numb
   return { tokens, mb: delta / 2 ** 20, bytesPerToken: delta / tokens }
 }
 
+/**
+ * Heap held by the revoked map once `revoked` jtis are in it, each a fresh UUID string (as
+ * JSON.parse of a bus message makes it) with an exp a day ahead.
+ */
+export async function measureRevokedTokens(revoked: number): Promise<RevokedMemory> {
+  const h = randomBytes(12).toString('hex')
+  const prefix = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-`
+  const exp = Math.floor(Date.now() / 1000) + 86400
+  collect()
+  const before = process.memoryUsage().heapUsed
+  const set = createRevokedTokens({ load: async () => [], read: async () => false, trusted: () => true, graceSeconds: 0 })
+  await new Promise((resolve) => setImmediate(resolve)) // the (empty) load lands
+  const started = process.hrtime.bigint()
+  for (let i = 0; i < revoked; i++) set.add({ jti: fresh(prefix + i.toString(16).padStart(12, '0')), exp: exp + (i % 3600) })
+  const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9
+  collect()
+  const delta = process.memoryUsage().heapUsed - before
+  if (set.size !== revoked || set.isRevoked(prefix + '000000000000') !== true) throw new Error('the revoked map does not hold what was added')
+  set.close()
+  return { revoked, mb: delta / 2 ** 20, bytesPerJti: delta / revoked, fillSeconds }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { users: { type: 'string', default: '1000000' }, 'cache-size': { type: 'string' }, json: { type: 'boolean', default: false }, 'shared-id': { type: 'boolean', default: false } } })
+  const { values } = parseArgs({
+    options: {
+      users: { type: 'string', default: '1000000' },
+      revoked: { type: 'string', default: '1000000' },
+      'cache-size': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      'shared-id': { type: 'boolean', default: false },
+    },
+  })
   const users = Number(values.users)
   const result = await measureStatesMemory(users, values['cache-size'] ? Number(values['cache-size']) : users, values['shared-id'])
   result.verifierCache = measureVerifierCache(Math.min(users, 100_000))
+  result.revokedTokens = await measureRevokedTokens(Number(values.revoked))
   if (values.json) console.log(JSON.stringify(result))
   else
     console.log(
       `${result.cached.toLocaleString('en-US')} cached users: ${result.heapBytesPerUser.toFixed(0)} B heap/user ` +
         `(entries alone ${result.entryBytesPerUser.toFixed(0)} B, empty caches ${result.emptyCachesMb.toFixed(1)} MB), ` +
         `heap ${result.heapUsedMb.toFixed(0)} MB, RSS ${result.rssMb.toFixed(0)} MB, filled in ${result.fillSeconds.toFixed(1)} s; ` +
-        `JWT verifier cache with ${result.verifierCache!.tokens.toLocaleString('en-US')} tokens: ${result.verifierCache!.mb.toFixed(0)} MB (${result.verifierCache!.bytesPerToken.toFixed(0)} B/token)`,
+        `JWT verifier cache with ${result.verifierCache!.tokens.toLocaleString('en-US')} tokens: ${result.verifierCache!.mb.toFixed(0)} MB (${result.verifierCache!.bytesPerToken.toFixed(0)} B/token); ` +
+        `${result.revokedTokens.revoked.toLocaleString('en-US')} revoked jtis: ${result.revokedTokens.mb.toFixed(0)} MB (${result.revokedTokens.bytesPerJti.toFixed(0)} B/jti, added in ${result.revokedTokens.fillSeconds.toFixed(2)} s)`,
     )
 }

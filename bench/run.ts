@@ -48,6 +48,9 @@ Load
   --connections N (50)  --duration S (5)  --warmup S (1)  --rounds N (3)
   --scenarios LIST       comma-separated, of: ${S.SCENARIOS.join(', ')} (default: all)
   --rate-share F         the fixed-rate latency runs offer F × bare Fastify's req/s (0.5; 0 skips)
+  --revocations N        after the rounds: revoke N tokens one by one and every token of the
+                         company (through the API), then run bare and verify-hot again, with
+                         hot tokens signed after that revoke (needs --prepare sql; 0 skips)
   --no-fill              skip filling the node's cache with every user (the RSS measurement)
   --memory-users N       users of the in-process heap measurement (1000000; 0 skips)
   --node-options "…"     extra node flags for the nodes under test (e.g. --max-old-space-size=384)
@@ -82,6 +85,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     warmup: { type: 'string' },
     rounds: { type: 'string' },
+    revocations: { type: 'string' },
     scenarios: { type: 'string' },
     'no-fill': { type: 'boolean', default: false },
     'memory-users': { type: 'string' },
@@ -119,9 +123,12 @@ const opts = {
   memoryUsers: num(args['memory-users'], smoke ? 5000 : 1_000_000),
   fill: !args['no-fill'] && !remote,
   rateShare: num(args['rate-share'], smoke ? 0 : 0.5),
+  revocations: num(args.revocations, 0),
   scenarios: (args.scenarios ?? S.SCENARIOS.join(',')).split(',').map((s) => s.trim()) as S.ScenarioName[],
 }
 for (const s of opts.scenarios) if (!(S.SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}`)
+// The revocations phase signs the dataset's tokens again: what other scenarios remember of it would be lost.
+if (opts.revocations > 0 && (opts.scenarios.join() !== 'verify-hot' || opts.cluster > 0)) throw new Error('--revocations runs with --scenarios verify-hot --cluster 0 only')
 const prepare: 'api' | 'sql' = args.prepare === 'api' || args.prepare === 'sql' ? args.prepare : remote || users <= 20_000 ? 'api' : 'sql'
 if (remote && prepare === 'sql') throw new Error('--prepare sql writes into the store directly: only for nodes the kit starts')
 const store = args.store === 'embedded' ? 'embedded' : 'pg'
@@ -177,6 +184,7 @@ async function main(): Promise<void> {
   let ds: Dataset
   let main: Proc | undefined
   let urls: string[]
+  let prepared: Awaited<ReturnType<typeof prepareSql>> | undefined
   if (remote) {
     urls = args.url!
     log(`preparing ${layout.users.toLocaleString('en-US')} users through the API of ${urls[0]}`)
@@ -186,7 +194,6 @@ async function main(): Promise<void> {
       dataDir = mkdtempSync(join(tmpdir(), 'bench-data-'))
       if (!args.keep) cleanups.push(async () => rmSync(dataDir!, { recursive: true, force: true }))
     }
-    let prepared
     if (prepare === 'sql') {
       log(`preparing ${layout.users.toLocaleString('en-US')} users with INSERT … SELECT generate_series (${store})`)
       const db: Db = store === 'pg' ? createPostgresDb(scratch!.url, { statementTimeoutMs: 600_000 }) : await createPgliteDb(dataDir!)
@@ -342,6 +349,42 @@ async function main(): Promise<void> {
       await measured('mixed', `mixed ${r}`, () => (mixedWorkload = S.mixed(ds, { readVersion })), urls, main)
       mixedStats.push({ ...mixedWorkload!.stats })
       saveMixed(ds, mixedWorkload!)
+    }
+  }
+
+  // ── the same verify-hot with revocations in place: N revoked jtis and a company-wide revoke ──
+  if (opts.revocations > 0 && want('verify-hot') && main) {
+    if (!prepared) throw new Error('--revocations needs --prepare sql (the hot tokens are signed again after the company revoke)')
+    log(`revoking ${opts.revocations.toLocaleString('en-US')} tokens one by one, then every token of the company`)
+    const started = Date.now()
+    const start = stableStart(layout) + layout.hot
+    if (start + opts.revocations > layout.users) throw new Error('--revocations: more than the users outside the hot set')
+    let next = 0
+    const revokeOne = async () => {
+      for (let i = next++; i < opts.revocations; i = next++) {
+        const response = await fetch(`${main!.url}/rest/v1/auth/revoke-token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ keyId: ds.keyId, keySecret: ds.keySecret, token: ds.token(start + i) }),
+        })
+        if (response.status !== 200) throw new Error(`revoke-token: ${response.status} ${await response.text()}`)
+      }
+    }
+    await Promise.all(Array.from({ length: 32 }, revokeOne))
+    const company = await fetch(`${main.url}/admin/v1/companies/${ds.companyId}/revoke-tokens`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` } })
+    if (company.status !== 200) throw new Error(`company revoke-tokens: ${company.status} ${await company.text()}`)
+    const revokedHot = await fetch(`${main.url}/rest/v1/auth/verify`, { headers: { authorization: `Bearer ${ds.token(stableStart(layout))}` } })
+    if (revokedHot.status !== 401) throw new Error(`a hot token signed before the company revoke still verifies (${revokedHot.status})`)
+    // Tokens signed after the revoke carry the company's new tokens generation: valid again.
+    ds = sqlDataset(prepared, layout, jwtSecret, { cgen: 1 })
+    const metrics = await (await fetch(`${main.url}/metrics`)).text()
+    const held = /^chat_auth_revoked_tokens (\d+)/m.exec(metrics)?.[1]
+    log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s; the node holds ${held ?? '?'} revoked jtis`)
+    notes.push(`"+ revocations": after ${opts.revocations.toLocaleString('en-US')} revoke-token calls and a company revoke-tokens (the node held ${held ?? '?'} revoked jtis); hot tokens signed after it`)
+    for (let round = 1; round <= opts.rounds; round++) {
+      log(`round ${round}/${opts.rounds} with revocations`)
+      await measured('bare+revoked', `bare fastify (revocations phase) r${round}`, () => S.verifyHot(ds), [bare.url], bare)
+      await measured('verify-hot+revoked', `verify-hot with revocations r${round}`, () => S.verifyHot(ds), urls, main)
     }
   }
 

@@ -6,6 +6,7 @@ import { createGateway, type Gateway, type GatewayOptions } from './gateway.js'
 import { body, installErrorHandling, toApiError } from './http/error-handler.js'
 import { tokenRoute } from './routes/token.js'
 import { invalidateRoute } from './routes/invalidate.js'
+import { revokeTokenRoute } from './routes/revoke-token.js'
 import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
 import { acceptEveryMethod, connectionOptions, hardenServer } from './http/connections.js'
 import { createCredentialGuard } from './http/credential-guard.js'
@@ -27,13 +28,14 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
   fastify.removeContentTypeParser('text/plain')
 
   // Each part gets the services it uses, never the whole gateway.
-  const { authenticateApiKey, tokens, changes, verifyToken, store, bus, metrics, keyring, config } = gateway
+  const { authenticateApiKey, tokens, changes, revoker, verifyToken, store, bus, metrics, keyring, config } = gateway
   const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redis: config.redis, redisPrefix: config.redisPrefix })
   const credentials = createCredentialGuard({ authenticateApiKey, adminTokenMatches: (token) => gateway.adminTokenMatches(token), failures })
   // Before the routes: the API description is collected from each route as it is added.
   await registerOpenApi(fastify)
   await fastify.register(tokenRoute, { credentials, tokens })
   await fastify.register(invalidateRoute, { credentials, changes })
+  await fastify.register(revokeTokenRoute, { credentials, revoker })
   await fastify.register(verifyRoute, { verifyToken })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp })
   await fastify.register(adminRoutes, { credentials, store, changes, prefix: '/admin/v1' })

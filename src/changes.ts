@@ -1,8 +1,8 @@
 import type { Logger } from 'pino'
 import type { Change, InvalidationBus } from './bus/bus.js'
-import { agentState, apiKeyRevision, userState } from './domain.js'
+import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor } from './domain.js'
 import { createBatcher } from './store/batcher.js'
-import type { AgentRecord, ApiKeyRecord, Outboxed, Store, UserRecord } from './store/store.js'
+import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, Outboxed, Store, TokenRevocation, UserRecord } from './store/store.js'
 
 /**
  * The only way to change what verification sees: each method commits the row (with its
@@ -15,13 +15,19 @@ import type { AgentRecord, ApiKeyRecord, Outboxed, Store, UserRecord } from './s
  */
 export interface Changes {
   /** SPEC §3.2: every token of the user is refused once this resolves. */
-  invalidateTokens(companyId: string, userId: string): Promise<UserRecord | undefined>
-  setUserActive(userId: string, active: boolean): Promise<UserRecord | undefined>
+  invalidateTokens(companyId: string, userId: string, actor?: Actor): Promise<UserRecord | undefined>
+  setUserActive(userId: string, active: boolean, actor?: Actor): Promise<UserRecord | undefined>
   /** Ties an active user to another agent; undefined when the user is inactive or gone. */
   setUserAgent(userId: string, agentId: string): Promise<UserRecord | undefined>
-  updateAgent(agentId: string, patch: { name?: string; active?: boolean }): Promise<AgentRecord | undefined>
+  updateAgent(agentId: string, patch: { name?: string; active?: boolean }, actor?: Actor): Promise<AgentRecord | undefined>
   /** Idempotent: a second revocation keeps the first revocation time (and is announced again). */
-  revokeApiKey(keyId: string): Promise<ApiKeyRecord | undefined>
+  revokeApiKey(keyId: string, actor?: Actor): Promise<ApiKeyRecord | undefined>
+  /** SPEC §7.1: every token of the company signed before this resolves is refused; later ones are not. */
+  revokeCompanyTokens(companyId: string, actor?: Actor): Promise<CompanyTokensRevoked | undefined>
+  /** SPEC §7.1: the same for one agent. */
+  revokeAgentTokens(agentId: string, actor?: Actor): Promise<AgentRecord | undefined>
+  /** SPEC §7.1: the one token with this jti (of user `userId`) is refused until its exp; a repeat is announced again. */
+  revokeToken(companyId: string, jti: string, exp: number, userId: string, actor?: Actor): Promise<TokenRevocation | undefined>
 }
 
 export interface ChangesService extends Changes {
@@ -29,7 +35,10 @@ export interface ChangesService extends Changes {
   drain(): Promise<void>
 }
 
-type PublishingStore = Pick<Store, 'incrementTokenVersion' | 'setUserActive' | 'setUserAgent' | 'updateAgent' | 'revokeApiKey' | 'deleteOutbox'>
+type PublishingStore = Pick<
+  Store,
+  'incrementTokenVersion' | 'setUserActive' | 'setUserAgent' | 'updateAgent' | 'revokeApiKey' | 'revokeCompanyTokens' | 'revokeAgentTokens' | 'revokeToken' | 'deleteOutbox'
+>
 
 export function createChanges({ store, bus, logger }: { store: PublishingStore; bus: InvalidationBus; logger: Logger }): ChangesService {
   // Outbox rows of announced changes, deleted together a moment later, off the response
@@ -56,11 +65,15 @@ export function createChanges({ store, bus, logger }: { store: PublishingStore; 
   const revokedKey = (record: ApiKeyRecord): Change => ({ kind: 'apiKey', keyId: record.keyId, revision: apiKeyRevision(record.revokedAt !== null) })
 
   return {
-    invalidateTokens: (companyId, userId) => commit(store.incrementTokenVersion(companyId, userId), user),
-    setUserActive: (userId, active) => commit(store.setUserActive(userId, active), user),
+    invalidateTokens: (companyId, userId, actor = ADMIN) => commit(store.incrementTokenVersion(companyId, userId, actor), user),
+    setUserActive: (userId, active, actor = ADMIN) => commit(store.setUserActive(userId, active, actor), user),
     setUserAgent: (userId, agentId) => commit(store.setUserAgent(userId, agentId), user),
-    updateAgent: (agentId, patch) => commit(store.updateAgent(agentId, patch), agent),
-    revokeApiKey: (keyId) => commit(store.revokeApiKey(keyId), revokedKey),
+    updateAgent: (agentId, patch, actor = ADMIN) => commit(store.updateAgent(agentId, patch, actor), agent),
+    revokeApiKey: (keyId, actor = ADMIN) => commit(store.revokeApiKey(keyId, actor), revokedKey),
+    revokeCompanyTokens: (companyId, actor = ADMIN) => commit(store.revokeCompanyTokens(companyId, actor), (record) => ({ kind: 'company', state: companyState(record) })),
+    revokeAgentTokens: (agentId, actor = ADMIN) => commit(store.revokeAgentTokens(agentId, actor), agent),
+    revokeToken: (companyId, jti, exp, userId, actor = ADMIN) =>
+      commit(store.revokeToken(companyId, jti, exp, userId, actor), (record) => ({ kind: 'token', jti: record.jti, exp: record.exp })),
     drain: () => announced.drain(),
   }
 }

@@ -22,6 +22,8 @@ export interface Config {
   bodyLimitBytes: number
   /** users, agents and API keys each held in an LRU of this many entries */
   cacheSize: number
+  /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
+  eventRetentionDays: number
   /** how long a node trusts its cache after the channel last proved itself alive */
   leaseMs: number
   /** users read into the cache at start, before /readyz answers 200 (0: none) */
@@ -148,6 +150,7 @@ export const CONFIG_VARIABLES = [
   'CACHE_SIZE',
   'CACHE_LEASE_MS',
   'WARM_UP_USERS',
+  'EVENT_RETENTION_DAYS',
   'SEED_DEMO',
   'REDIS_PREFIX',
   'REQUEST_TIMEOUT',
@@ -184,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheSize: integer('CACHE_SIZE', read('CACHE_SIZE'), 1_000_000, 100, 50_000_000),
     leaseMs: integer('CACHE_LEASE_MS', read('CACHE_LEASE_MS'), 500, 50, 10_000),
     warmUpUsers: integer('WARM_UP_USERS', read('WARM_UP_USERS'), 0, 0, 50_000_000),
+    eventRetentionDays: integer('EVENT_RETENTION_DAYS', read('EVENT_RETENTION_DAYS'), 90, 1, 36_500),
     seedDemo: boolean('SEED_DEMO', read('SEED_DEMO'), true),
     redisPrefix: redisPrefix(read('REDIS_PREFIX') ?? 'chat-auth'),
     limits: limits(read),

@@ -22,8 +22,33 @@ export interface AgentState {
   companyId: string
   name: string
   active: boolean
+  /** grows on every revoke-tokens of the agent: a token signed under a lower one is revoked */
+  tokensGeneration: number
   revision: number
 }
+
+/** What verification needs of a company: the generation of its tokens (SPEC §7.1). */
+export interface CompanyState {
+  id: string
+  /** grows on every revoke-tokens of the company: a token signed under a lower one is revoked */
+  tokensGeneration: number
+  revision: number
+}
+
+/** One token revoked by its jti (SPEC §7.1), kept until the token expires. */
+export interface RevokedToken {
+  jti: string
+  /** the token's own exp, in seconds since the epoch */
+  exp: number
+}
+
+/**
+ * The private claims that carry, in a token, the generations of its company and agent when
+ * it was signed (see `CompanyState.tokensGeneration`). A token without them predates
+ * them: generation 0.
+ */
+export const COMPANY_GENERATION_CLAIM = 'cgen'
+export const AGENT_GENERATION_CLAIM = 'agen'
 
 /** What authentication needs of an API key. */
 export interface ApiKeyState {
@@ -55,7 +80,14 @@ export const agentState = (agent: AgentState): AgentState => ({
   companyId: agent.companyId,
   name: agent.name,
   active: agent.active,
+  tokensGeneration: agent.tokensGeneration,
   revision: agent.revision,
+})
+
+export const companyState = (company: CompanyState): CompanyState => ({
+  id: company.id,
+  tokensGeneration: company.tokensGeneration,
+  revision: company.revision,
 })
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -84,3 +116,7 @@ export function canonicalUuid(value: string): string | undefined {
 export function isCanonicalUuid(value: string): boolean {
   return value.length === 36 && CANONICAL_UUID.test(value)
 }
+
+/** Who made a change, as the audit trail names it (SPEC §7.2): never a secret. */
+export type Actor = { kind: 'apiKey'; keyId: string } | { kind: 'admin' }
+export const ADMIN: Actor = { kind: 'admin' }

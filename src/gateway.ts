@@ -14,12 +14,14 @@ import { createKeyring, GENERATED_KEY_NAME, generateHs256Secret, type Keyring } 
 import { createTokenVerifier, type VerifyToken } from './auth/verify.js'
 import { createApiKeyAuthentication, type AuthenticateApiKey } from './auth/credentials.js'
 import { createTokenIssuer, type TokenIssuer } from './auth/issue-token.js'
+import { createTokenRevoker, type TokenRevoker } from './auth/revoke-token.js'
 import { hashSecret as sha256 } from './auth/api-keys.js'
 import { createChanges, type Changes } from './changes.js'
 import { Metrics } from './metrics.js'
 import type { JwtKeyConfig } from './config.js'
 import type { RedisBusOptions } from './bus/redis-bus.js'
 import { claimDatabase, claimedBus } from './store/database-claim.js'
+import { createHousekeeping, type Housekeeping } from './housekeeping.js'
 
 /**
  * Everything one node needs, built once: store, caches, bus, keys, and the services made of
@@ -42,6 +44,10 @@ export interface Gateway {
   readonly tokens: TokenIssuer
   /** every write that changes what verification sees: commit, then publish to every node */
   readonly changes: Changes
+  /** SPEC §7.1 revoke-token: one token, by its jti */
+  readonly revoker: TokenRevoker
+  /** prunes expired revocations and old events (see housekeeping.ts) */
+  readonly housekeeping: Housekeeping
   /** republishes changes whose publish was never confirmed (see bus/outbox-relay.ts) */
   readonly outboxRelay: OutboxRelay
   /** false while the cache warm-up (WARM_UP_USERS) runs: /readyz answers 503 until it is done */
@@ -62,6 +68,12 @@ export interface GatewayOptions {
   outboxRelay?: Pick<OutboxRelayOptions, 'intervalMs' | 'minAgeMs' | 'maxBackoffMs'>
   /** extra Redis bus options for test entry points (the chaos test's unsafe switch); never from the configuration */
   redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow'>
+  /**
+   * UNSAFE — the chaos test's mutant for revoked jtis: the catch-up after a reconnect leaves
+   * out the tokens revoked meanwhile (as if they were not in the change log). Never from the
+   * configuration.
+   */
+  unsafeCatchUpIgnoresRevokedTokens?: boolean
 }
 
 const ADMIN_TOKEN_HASH_NAME = 'admin-token-sha256'
@@ -96,10 +108,20 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const { adminTokenHash, generatedAdminToken } = await adminToken(config, store)
 
     const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, CATCH_UP_LIMIT) }
+    if (options.unsafeCatchUpIgnoresRevokedTokens) {
+      logger.warn('UNSAFE: the catch-up leaves out revoked tokens (chaos-test entry point)')
+      changeLog.since = async (horizon) => {
+        const read = await store.changesSince(horizon, CATCH_UP_LIMIT)
+        return { ...read, changes: read.changes.filter((change) => change.kind !== 'token') }
+      }
+    }
     const configuredBus = options.bus ?? (await createConfiguredBus(config, logger, metrics, jwtKeys, { changeLog, ...options.redisBus }))
     cleanup.push(() => configuredBus.close())
     const bus = claim ? claimedBus(configuredBus, claim) : configuredBus
-    const states = createStates(store, bus, config.cacheSize)
+    const states = createStates(store, bus, config.cacheSize, { clockToleranceSeconds: config.jwt.clockToleranceSeconds })
+    cleanup.push(async () => states.close())
+    const housekeeping = createHousekeeping({ store, logger, clockToleranceSeconds: config.jwt.clockToleranceSeconds, eventRetentionDays: config.eventRetentionDays })
+    cleanup.push(async () => housekeeping.stop())
     await bus.start()
     const warmUp = warmUpCache(config.warmUpUsers, store, states, logger)
 
@@ -124,6 +146,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     })
     const changes = createChanges({ store, bus, logger })
     const authenticateApiKey = createApiKeyAuthentication({ findKey: states.apiKey, readKey: (keyId) => store.getApiKeyState(keyId), noteUsed: (keyId) => usedKeys.add(keyId) })
+    const revoker = createTokenRevoker({ keyring, changes, clockToleranceSeconds: config.jwt.clockToleranceSeconds })
     const tokens = createTokenIssuer({ states, store, changes, keyring, jwt: config.jwt, maxLifetimeSeconds: config.tokenMaxTtlSeconds })
     // A writer's own publish takes at most its timeout (2 leases) plus a lease of waiting for
     // acks; the relay leaves it that long (and at least 2 s) before republishing for it.
@@ -147,6 +170,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       authenticateApiKey,
       tokens,
       changes,
+      revoker,
+      housekeeping,
       generatedAdminToken,
       adminTokenMatches: (presented) => {
         const digest = sha256(presented)
@@ -156,6 +181,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       warmedUp: warmUp.done,
       async close() {
         clearInterval(pruneTimer)
+        housekeeping.stop()
+        states.close()
         const relayStopped = outboxRelay.stop()
         await Promise.all([usedKeys.drain(), changes.drain()])
         await bus.close()
@@ -252,5 +279,6 @@ function registerCacheMetrics(metrics: Metrics, states: States, bus: Invalidatio
   metrics.collect('chat_auth_cache_misses_total', 'Cache misses by cache', 'counter', byCache((c) => c.misses), ['cache'])
   metrics.collect('chat_auth_cache_entries', 'Entries held by cache', 'gauge', byCache((c) => c.size), ['cache'])
   metrics.collect('chat_auth_cache_fills_discarded_total', 'Store reads not cached because a change or epoch raced them', 'counter', byCache((c) => c.discardedFills), ['cache'])
+  metrics.collect('chat_auth_revoked_tokens', 'Tokens revoked one by one that this node holds (until each expires)', 'gauge', () => states.revokedTokens.size)
   metrics.collect('chat_auth_cache_trusted', '1 while the invalidation channel vouches for the caches', 'gauge', () => (bus.health().trusted ? 1 : 0))
 }

@@ -146,6 +146,50 @@ t.test('three nodes: a change made on one is refused on the others the moment it
     )
   })
 
+  await t.test('revoking one token on one node (revoke-token)', async (t) => {
+    const { token: phone } = await token(a, key, 'frank')
+    const { token: laptop } = await token(a, key, 'frank')
+    // every node caches the user, agent and company, and knows the revoked set is complete
+    for (const base of [a, b, c]) t.equal((await verify(base, phone)).status, 200)
+    const revoked = await call(b, 'POST', '/rest/v1/auth/revoke-token', { keyId: key.keyId, keySecret: key.keySecret, token: phone })
+    t.equal(revoked.status, 200)
+    const after = await Promise.all([a, c].map((base) => verify(base, phone)))
+    t.same(
+      after.map((v) => [v.status, v.body.code]),
+      [
+        [401, 'TOKEN_REVOKED'],
+        [401, 'TOKEN_REVOKED'],
+      ],
+    )
+    for (const base of [a, b, c]) t.equal((await verify(base, laptop)).status, 200, 'the other token of the user stays valid')
+  })
+
+  await t.test('revoking every token of an agent, then of a company, on one node', async (t) => {
+    const bot = await admin(a, 'POST', `/admin/v1/companies/${key.companyId}/agents`, { name: 'Bot' })
+    t.equal(bot.status, 201)
+    const { token: ofBot } = await token(b, key, 'gina', bot.body.id)
+    const { token: ofDefault } = await token(b, key, 'hank')
+    for (const base of [a, b, c]) for (const tk of [ofBot, ofDefault]) t.equal((await verify(base, tk)).status, 200)
+
+    t.equal((await admin(c, 'POST', `/admin/v1/agents/${bot.body.id}/revoke-tokens`)).status, 200)
+    const afterAgent = await Promise.all([a, b].map((base) => verify(base, ofBot)))
+    t.same(afterAgent.map((v) => [v.status, v.body.code]), [
+      [401, 'TOKEN_REVOKED'],
+      [401, 'TOKEN_REVOKED'],
+    ])
+    for (const base of [a, b]) t.equal((await verify(base, ofDefault)).status, 200, 'another agent\'s token stays valid')
+
+    t.equal((await admin(a, 'POST', `/admin/v1/companies/${key.companyId}/revoke-tokens`)).status, 200)
+    const afterCompany = await Promise.all([b, c].map((base) => verify(base, ofDefault)))
+    t.same(afterCompany.map((v) => [v.status, v.body.code]), [
+      [401, 'TOKEN_REVOKED'],
+      [401, 'TOKEN_REVOKED'],
+    ])
+    // issued on another node right after the answer (most likely in the same second): valid everywhere
+    const { token: fresh } = await token(b, key, 'hank')
+    for (const base of [a, b, c]) t.equal((await verify(base, fresh)).status, 200, 'a token issued after the revoke is valid')
+  })
+
   await t.test('a node joining mid-stream, and one leaving', async (t) => {
     const { token: eveToken, user } = await token(a, key, 'eve')
     const joining = startNode('node-3', env())

@@ -94,7 +94,7 @@ t.test('three nodes: publish resolves once every other node has applied the chan
   t.match(await a.metrics.render(), /chat_auth_bus_subscribed 1/)
 
   // agents and API keys travel too
-  await b.bus.publish({ kind: 'agent', state: { id: 'ag', companyId: 'c', name: 'n', active: false, revision: 1 } })
+  await b.bus.publish({ kind: 'agent', state: { id: 'ag', companyId: 'c', name: 'n', active: false, tokensGeneration: 0, revision: 1 } })
   await b.bus.publish({ kind: 'apiKey', keyId: 'ak_1', revision: 1 })
   t.same(c.changes.slice(-2).map((ch) => ch.kind), ['agent', 'apiKey'])
   t.same(a.changes.slice(-2).map((ch) => ch.kind), ['agent', 'apiKey'])

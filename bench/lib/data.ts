@@ -110,13 +110,14 @@ export async function insertUserRange(
   }
 }
 
-export function sqlDataset(prepared: SqlPrepared, layout: Layout, jwtSecret: string): Dataset {
+/** `claims`: extra claims of every token, e.g. the company's tokens generation after a revoke. */
+export function sqlDataset(prepared: SqlPrepared, layout: Layout, jwtSecret: string, claims: { cgen?: number } = {}): Dataset {
   const keyring = hs256Keyring(jwtSecret)
   const iat = Math.floor(Date.now() / 1000)
   const exp = iat + 7 * 86400
   const userId = (i: number) => prepared.prefix + i.toString(16).padStart(12, '0')
   const sign = (i: number, tokenVersion: number) =>
-    keyring.sign({ sub: userId(i), tokenVersion, companyId: prepared.companyId, agentId: prepared.agentId, iat, exp, jti: randomUUID() })
+    keyring.sign({ sub: userId(i), tokenVersion, companyId: prepared.companyId, agentId: prepared.agentId, iat, exp, jti: randomUUID(), ...claims })
   const start = stableStart(layout)
   // the hot set is signed up front; colder tokens are signed when first drawn
   const signed: string[] = []

@@ -104,6 +104,8 @@ export function buildTable(report: Report, markdown: boolean): string {
     ['naive', 'baseline: naive verifier (JWT + PG row)'],
     ['update', 'baseline: plain single-row UPDATE'],
     ['verify-hot', 'verify-hot'],
+    ['bare+revoked', 'baseline: bare Fastify (revocations phase)'],
+    ['verify-hot+revoked', 'verify-hot + revocations (N revoked jtis, a company revoke)'],
     ['bare@rate', `bare Fastify at ${report.latencyRate ?? '?'} req/s offered`],
     ['verify-hot@rate', `verify-hot at ${report.latencyRate ?? '?'} req/s offered`],
     ['verify-cold', 'verify-cold'],
@@ -136,6 +138,13 @@ export function buildTable(report: Report, markdown: boolean): string {
   if (hot && bare) checks.push({ text: `verify-hot ≥ 0.7 × bare Fastify: ${ratio(hot.rps, bare.rps)}`, ok: hot.rps >= 0.7 * bare.rps })
   if (hot && naive) checks.push({ text: `verify-hot ≥ 3 × naive verifier: ${ratio(hot.rps, naive.rps)}`, ok: hot.rps >= 3 * naive.rps })
   if (hot) checks.push({ text: `verify-hot p99 ≤ 2 ms at saturation (50 connections): ${fmtMs(hot.p99)} ms — bare Fastify's own p99 there: ${fmtMs(bare?.p99 ?? NaN)} ms`, ok: hot.p99 <= 2 })
+  const hotRevoked = s('verify-hot+revoked')
+  const bareRevoked = s('bare+revoked')
+  if (hot && bare && hotRevoked && bareRevoked) {
+    const before = hot.rps / bare.rps
+    const after = hotRevoked.rps / bareRevoked.rps
+    checks.push({ text: `verify-hot ÷ bare Fastify before revocations ${before.toFixed(2)}, with them ${after.toFixed(2)} (${((after / before - 1) * 100).toFixed(1)} %): within 10 %`, ok: Math.abs(after / before - 1) <= 0.1 })
+  }
   const hotRate = s('verify-hot@rate')
   const bareRate = s('bare@rate')
   if (hotRate) checks.push({ text: `verify-hot p99 ≤ 2 ms at ${report.latencyRate} req/s offered: ${fmtMs(hotRate.p99)} ms (bare Fastify ${fmtMs(bareRate?.p99 ?? NaN)} ms)`, ok: hotRate.p99 <= 2 })

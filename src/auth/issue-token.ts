@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { parseDuration, type Config } from '../config.js'
 import { errors } from '../errors.js'
-import { canonicalUuid, type AgentState, type UserState } from '../domain.js'
+import { AGENT_GENERATION_CLAIM, canonicalUuid, COMPANY_GENERATION_CLAIM, type AgentState, type UserState } from '../domain.js'
 import type { States } from '../cache/states.js'
 import type { Changes } from '../changes.js'
 import type { Keyring } from '../jwt/keyring.js'
@@ -24,7 +24,7 @@ export function tokenLifetime(expiresIn: string | undefined, maxSeconds: number)
 }
 
 export interface TokenIssuerOptions {
-  states: Pick<States, 'user' | 'agent' | 'knownUserId' | 'rememberUserId'>
+  states: Pick<States, 'user' | 'agent' | 'company' | 'knownUserId' | 'rememberUserId'>
   store: Pick<Store, 'createUserIfAbsent' | 'getUserByExternalId'>
   changes: Pick<Changes, 'setUserAgent'>
   keyring: Pick<Keyring, 'sign'>
@@ -44,8 +44,11 @@ export interface TokenIssuer {
    * inactive user gets no token and no change.
    */
   findOrCreateUser(companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState>
-  /** Signs the JWT of SPEC §3.1 for the user's current token_version. */
-  sign(user: UserState, agent: AgentState, lifetimeSeconds: number): { token: string; exp: number }
+  /**
+   * Signs the JWT of SPEC §3.1 for the user's current token_version, and the current tokens
+   * generations of its company and agent (SPEC §7.1: valid until their next revoke-tokens).
+   */
+  sign(user: UserState, agent: AgentState, lifetimeSeconds: number): Promise<{ token: string; exp: number }>
 }
 
 export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds }: TokenIssuerOptions): TokenIssuer {
@@ -88,7 +91,9 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
       return user
     },
 
-    sign(user, agent, lifetimeSeconds) {
+    async sign(user, agent, lifetimeSeconds) {
+      // Read now, after every step before it: a revoke-tokens that answered is already in it.
+      const company = await states.company(user.companyId)
       const iat = Math.floor(Date.now() / 1000)
       const exp = iat + lifetimeSeconds
       const { issuer, audience } = jwt
@@ -100,6 +105,8 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
         iat,
         exp,
         jti: randomUUID(),
+        [COMPANY_GENERATION_CLAIM]: company?.tokensGeneration ?? 0,
+        [AGENT_GENERATION_CLAIM]: agent.tokensGeneration,
         ...(issuer !== undefined ? { iss: issuer } : {}),
         ...(audience !== undefined ? { aud: audience } : {}),
       })

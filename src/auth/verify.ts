@@ -1,7 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
 import type { MaybePromise, States } from '../cache/states.js'
-import { isCanonicalUuid, type AgentState, type UserState } from '../domain.js'
+import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM, isCanonicalUuid, type AgentState, type CompanyState, type UserState } from '../domain.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
 export interface Identity {
@@ -63,17 +63,37 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 3. customer user exists and is active
     if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
 
-    // 4. tokenVersion equals the user's token_version
+    // 4. tokenVersion equals the user's token_version ...
     if (claims.tokenVersion !== user.tokenVersion) return deny(denials.revoked)
 
-    // 5. the user's company is the token's company
-    if (user.companyId !== claims.companyId) return deny(denials.companyMismatch)
+    // ... and neither the token itself (its jti), nor its company, nor its agent was revoked (SPEC §7.1)
+    const revoked = claims.jti === undefined ? false : states.tokenRevoked(claims.jti)
+    return revoked instanceof Promise ? revoked.then((found) => checkJti(claims, user, found)) : checkJti(claims, user, revoked)
+  }
 
+  function checkJti(claims: VerifiedClaims, user: UserState, revoked: boolean): MaybePromise<Verdict> {
+    if (revoked) return deny(denials.revoked)
+    const company = states.company(user.companyId)
+    return company instanceof Promise ? company.then((found) => checkCompany(claims, user, found)) : checkCompany(claims, user, company)
+  }
+
+  function checkCompany(claims: VerifiedClaims, user: UserState, company: CompanyState | undefined): MaybePromise<Verdict> {
+    // A generation is compared only within its own company; another company's token fails check 5.
+    if (company !== undefined && user.companyId === claims.companyId && (claims[COMPANY_GENERATION_CLAIM] ?? 0) < company.tokensGeneration) {
+      return deny(denials.revoked)
+    }
     const agent = isCanonicalUuid(claims.agentId) ? states.agent(claims.agentId) : undefined
     return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
   }
 
   function checkAgent(claims: VerifiedClaims, user: UserState, agent: AgentState | undefined): Verdict {
+    if (agent !== undefined && agent.companyId === user.companyId && (claims[AGENT_GENERATION_CLAIM] ?? 0) < agent.tokensGeneration) {
+      return deny(denials.revoked)
+    }
+
+    // 5. the user's company is the token's company
+    if (user.companyId !== claims.companyId) return deny(denials.companyMismatch)
+
     // 6. the token's agent exists, belongs to that company, and is active
     if (agent === undefined || agent.companyId !== user.companyId || !agent.active) return deny(denials.agentInactive)
 
@@ -96,6 +116,10 @@ interface VerifiedClaims {
   companyId: string
   agentId: string
   exp: number
+  /** every token we sign has one; one without it cannot be revoked alone, but the other checks hold */
+  jti?: string
+  [COMPANY_GENERATION_CLAIM]?: number
+  [AGENT_GENERATION_CLAIM]?: number
 }
 
 /** The last second a JavaScript date can hold: an expiry past it cannot even be written down. */
@@ -104,9 +128,12 @@ const MAX_DATE_SECONDS = 8.64e12
 /** A token signed by one of our keys still needs the claims of SPEC §3.1, of the right types. */
 function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims | undefined {
   if (claims === undefined) return undefined
-  const { sub, tokenVersion, companyId, agentId, exp } = claims
+  const { sub, tokenVersion, companyId, agentId, exp, jti } = claims
   if (
     typeof sub !== 'string' ||
+    (jti !== undefined && typeof jti !== 'string') ||
+    !generation(claims[COMPANY_GENERATION_CLAIM]) ||
+    !generation(claims[AGENT_GENERATION_CLAIM]) ||
     typeof companyId !== 'string' ||
     typeof agentId !== 'string' ||
     typeof exp !== 'number' ||
@@ -118,6 +145,9 @@ function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims
   }
   return claims as unknown as VerifiedClaims
 }
+
+/** A generation claim is absent (a token older than it: 0) or a non-negative integer. */
+const generation = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
 
 /** `Authorization: Bearer <jwt>` → the jwt; anything else → undefined. */
 export function bearerToken(header: string | undefined): string | undefined {

@@ -83,7 +83,7 @@ const ChangeWire = Type.Object(
     t: Type.Literal('c'),
     id: Id,
     from: Id,
-    kind: Type.Union([Type.Literal('user'), Type.Literal('agent'), Type.Literal('apiKey')]),
+    kind: Type.Union([Type.Literal('user'), Type.Literal('agent'), Type.Literal('apiKey'), Type.Literal('company'), Type.Literal('token')]),
     row: Type.String({ minLength: 1, maxLength: 512 }),
     rev: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     mac: Macs,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { agentState, apiKeyRevision, userState } from '../domain.js'
+import { agentState, apiKeyRevision, companyState, userState } from '../domain.js'
 import type { OutboxEntry, Store } from '../store/store.js'
 import type { Change, InvalidationBus } from './bus.js'
 
@@ -79,6 +79,15 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         const key = await store.getApiKeyState(entry.key)
         // Only revocations are published, and a revocation is for good (see states.ts).
         return key && { kind: 'apiKey', keyId: key.keyId, revision: apiKeyRevision(key.revoked) }
+      }
+      case 'company': {
+        const company = await store.getCompanyState(entry.key)
+        return company && { kind: 'company', state: companyState(company) }
+      }
+      case 'token': {
+        // Pruned once the token expired: then there is nothing left to refuse.
+        const token = await store.getRevokedToken(entry.key)
+        return token && { kind: 'token', jti: token.jti, exp: token.exp }
       }
       default:
         return 'unknown-kind'

@@ -1,39 +1,66 @@
 import { LRUCache } from 'lru-cache'
 import type { Change, InvalidationBus, RowChanged } from '../bus/bus.js'
-import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
+import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type CompanyState, type UserState } from '../domain.js'
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
+import { createRevokedTokens, type RevokedTokens } from './revoked-tokens.js'
 
 /**
- * The node's view of users, agents and API keys: served from coherent LRUs while the bus
- * vouches for them, read from the store otherwise. A hit does no I/O at all.
+ * The node's view of users, agents, companies and API keys: served from coherent LRUs while
+ * the bus vouches for them, read from the store otherwise, and of the tokens revoked one by
+ * one (revoked-tokens.ts). A hit does no I/O at all.
  */
 export interface States {
   /** The cached state itself on a hit (no promise, no I/O); a promise of a store read otherwise. */
   user(id: string): MaybePromise<UserState | undefined>
   agent(id: string): MaybePromise<AgentState | undefined>
   apiKey(keyId: string): MaybePromise<ApiKeyState | undefined>
+  /** The company's tokens generation (SPEC §7.1). */
+  company(id: string): MaybePromise<CompanyState | undefined>
+  /** Whether the token with this jti was revoked on its own (SPEC §7.1). */
+  tokenRevoked(jti: string): MaybePromise<boolean>
   /** (company, external id) → user id never changes once made, so it needs no coherence. */
   knownUserId(companyId: string, externalId: string): string | undefined
   rememberUserId(companyId: string, externalId: string, userId: string): void
-  readonly caches: { users: CoherentCache<UserState>; agents: CoherentCache<AgentState>; apiKeys: CoherentCache<ApiKeyRevision> }
+  readonly caches: { users: CoherentCache<UserState>; agents: CoherentCache<AgentState>; apiKeys: CoherentCache<ApiKeyRevision>; companies: CoherentCache<CompanyState> }
+  readonly revokedTokens: RevokedTokens
+  /** Stops the revoked map's sweeper. */
+  close(): void
 }
+
+export interface StatesOptions {
+  /** verification's clock tolerance: a revoked jti is kept that long past its exp */
+  clockToleranceSeconds?: number
+}
+
+type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'liveRevokedTokens' | 'isTokenRevoked'>
 
 type ApiKeyRevision = ApiKeyState & Revisioned
 export type MaybePromise<T> = T | Promise<T>
 
-export function createStates(store: Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates'>, bus: InvalidationBus, cacheSize: number): States {
+export function createStates(store: StateReads, bus: InvalidationBus, cacheSize: number, options: StatesOptions = {}): States {
   const users = new CoherentCache<UserState>(cacheSize)
   const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)))
+  const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)))
+  const revokedTokens = createRevokedTokens({
+    load: () => store.liveRevokedTokens(options.clockToleranceSeconds ?? 0),
+    read: (jti) => store.isTokenRevoked(jti),
+    trusted: () => bus.trusted(),
+    graceSeconds: options.clockToleranceSeconds ?? 0,
+  })
   const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)))
   const userIds = new LRUCache<string, string>({ max: cacheSize })
   const intern = createInterner(100_000)
 
-  const cacheOf = { user: users, agent: agents, apiKey: apiKeys } as const
+  const cacheOf = { user: users, agent: agents, apiKey: apiKeys, company: companies } as const
   bus.onChange((change: Change | RowChanged) => {
-    // Another node's change names a row and a revision, never a state: evict, read again.
-    if ('id' in change) return cacheOf[change.kind].apply(change.id, change.revision)
+    if ('id' in change) {
+      // A revoked jti is the one message that adds: it can only make the node refuse more.
+      if (change.kind === 'token') return revokedTokens.add({ jti: change.id, exp: change.revision })
+      // Another node's change names a row and a revision, never a state: evict, read again.
+      return cacheOf[change.kind].apply(change.id, change.revision)
+    }
     switch (change.kind) {
       case 'user':
         users.apply(change.state.id, change.state.revision, compactUser(change.state, change.state.id, intern))
@@ -44,12 +71,20 @@ export function createStates(store: Pick<Store, 'getUsers' | 'getAgents' | 'getA
       case 'apiKey':
         apiKeys.apply(change.keyId, change.revision)
         break
+      case 'company':
+        companies.apply(change.state.id, change.state.revision, { ...change.state })
+        break
+      case 'token':
+        revokedTokens.add({ jti: change.jti, exp: change.exp })
+        break
     }
   })
   bus.onEpochChange(() => {
     users.flush()
     agents.flush()
     apiKeys.flush()
+    companies.flush()
+    revokedTokens.reload()
   })
 
   // Misses are read in batches, one query per tick and cache (miss-batcher.ts). The read
@@ -68,6 +103,7 @@ export function createStates(store: Pick<Store, 'getUsers' | 'getAgents' | 'getA
   }
   const userMisses = createMissBatcher(users, (ids) => uuidRows(ids, store.getUsers, (user, id) => compactUser(user, id, intern)))
   const agentMisses = createMissBatcher(agents, (ids) => uuidRows(ids, store.getAgents, (agent) => compactAgent(agent, intern)))
+  const companyMisses = createMissBatcher(companies, (ids) => uuidRows(ids, store.getCompanyStates, (company) => ({ ...company })))
   const apiKeyMisses = createMissBatcher(apiKeys, async (keyIds) => {
     const found = new Map<string, ApiKeyRevision>()
     for (const key of await store.getApiKeyStates(keyIds)) found.set(key.keyId, { ...key, companyId: intern(key.companyId), revision: apiKeyRevision(key.revoked) })
@@ -83,7 +119,11 @@ export function createStates(store: Pick<Store, 'getUsers' | 'getAgents' | 'getA
   }
 
   return {
-    caches: { users, agents, apiKeys },
+    caches: { users, agents, apiKeys, companies },
+    revokedTokens,
+    close: () => revokedTokens.close(),
+    company: (id) => read(companies, id, companyMisses),
+    tokenRevoked: (jti) => revokedTokens.isRevoked(jti),
     user: (id) => read(users, id, userMisses),
     agent: (id) => read(agents, id, agentMisses),
     apiKey: (keyId) => read(apiKeys, keyId, apiKeyMisses),
@@ -112,7 +152,14 @@ function compactUser<T extends UserState | undefined>(user: T, id: string, inter
 
 function compactAgent<T extends AgentState | undefined>(agent: T, intern: (s: string) => string): T {
   if (agent === undefined) return agent
-  return { id: agent.id, companyId: intern(agent.companyId), name: agent.name, active: agent.active, revision: agent.revision } as AgentState as T
+  return {
+    id: agent.id,
+    companyId: intern(agent.companyId),
+    name: agent.name,
+    active: agent.active,
+    tokensGeneration: agent.tokensGeneration,
+    revision: agent.revision,
+  } as AgentState as T
 }
 
 function createInterner(limit: number): (value: string) => string {

@@ -12,6 +12,9 @@ export interface TokenClaims {
   iat: number
   exp: number
   jti: string
+  /** private: the tokens generations of the company and the agent (see domain.ts) */
+  cgen?: number
+  agen?: number
   iss?: string
   aud?: string
 }

@@ -37,7 +37,7 @@ export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (f
       const requestedAgent = agentId === undefined ? undefined : await tokens.agentOfCompany(key.companyId, agentId)
       const user = await tokens.findOrCreateUser(key.companyId, userId, requestedAgent)
       const agent = requestedAgent ?? (await tokens.agentOfCompany(key.companyId, user.agentId))
-      const { token, exp } = tokens.sign(user, agent, lifetime)
+      const { token, exp } = await tokens.sign(user, agent, lifetime)
       return {
         token,
         user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },

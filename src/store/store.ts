@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from './db.js'
-import { apiKeyRevision, type AgentState, type ApiKeyState, type UserState } from '../domain.js'
+import { ADMIN, apiKeyRevision, type Actor, type AgentState, type ApiKeyState, type CompanyState, type RevokedToken, type UserState } from '../domain.js'
 import type { ChangeLog, RowChanged } from '../bus/bus.js'
 
 export interface UserRecord extends UserState {
@@ -10,6 +10,19 @@ export interface UserRecord extends UserState {
 
 export interface AgentRecord extends AgentState {
   createdAt: Date
+  /** the last revoke-tokens of the agent (SPEC §7.1) */
+  tokensRevokedAt: Date | null
+}
+
+/** A company's revoke-tokens, as committed (SPEC §7.1). */
+export interface CompanyTokensRevoked extends CompanyState {
+  tokensRevokedAt: Date
+}
+
+/** One token's revocation, as committed; `first` is false for a repeated one. */
+export interface TokenRevocation extends RevokedToken {
+  companyId: string
+  first: boolean
 }
 
 export interface CompanyRecord {
@@ -32,7 +45,7 @@ export interface ApiKeyRecord {
 export type Outboxed<T> = T & { outboxId: string }
 
 /** The kinds of change_outbox rows, one per kind of published change (see bus.ts). */
-export type OutboxKind = 'user' | 'agent' | 'apiKey'
+export type OutboxKind = 'user' | 'agent' | 'apiKey' | 'company' | 'token'
 
 export interface OutboxEntry {
   id: string
@@ -42,7 +55,7 @@ export interface OutboxEntry {
 
 // One SELECT list per table, so every query maps rows the same way.
 const USER_COLUMNS = `id, company_id, external_id, agent_id, token_version, active, revision, created_at, updated_at`
-const AGENT_COLUMNS = `id, company_id, name, active, revision, created_at`
+const AGENT_COLUMNS = `id, company_id, name, active, tokens_generation, tokens_revoked_at, revision, created_at`
 const COMPANY_COLUMNS = `id, name, default_agent_id, created_at`
 const API_KEY_COLUMNS = `key_id, company_id, name, created_at, revoked_at, last_used_at`
 
@@ -62,6 +75,8 @@ interface AgentRow {
   company_id: string
   name: string
   active: boolean
+  tokens_generation: number
+  tokens_revoked_at: Date | null
   revision: string | number | bigint
   created_at: Date
 }
@@ -96,8 +111,10 @@ const toAgent = (row: AgentRow): AgentRecord => ({
   companyId: row.company_id,
   name: row.name,
   active: row.active,
+  tokensGeneration: row.tokens_generation,
   revision: Number(row.revision),
   createdAt: row.created_at,
+  tokensRevokedAt: row.tokens_revoked_at,
 })
 const toCompany = (row: CompanyRow): CompanyRecord => ({
   id: row.id,
@@ -126,6 +143,38 @@ const toApiKeyState = (row: ApiKeyStateRow): ApiKeyState => ({
   secretHash: Buffer.from(row.secret_hash),
   revoked: row.revoked,
 })
+interface CompanyStateRow {
+  id: string
+  tokens_generation: number
+  revision: string | number | bigint
+}
+const toCompanyState = (row: CompanyStateRow): CompanyState => ({ id: row.id, tokensGeneration: row.tokens_generation, revision: Number(row.revision) })
+
+interface RevokedTokenRow {
+  jti: string
+  expires_at: Date
+}
+const toRevokedToken = (row: RevokedTokenRow): RevokedToken => ({ jti: row.jti, exp: Math.round(row.expires_at.getTime() / 1000) })
+
+/** One audit event (SPEC §7.2), as stored. */
+export interface EventRecord {
+  id: string
+  type: string
+  at: Date
+  actor: Record<string, unknown>
+  subject: Record<string, unknown>
+  detail: Record<string, unknown>
+}
+interface EventRow {
+  id: string | number | bigint
+  type: string
+  at: Date
+  actor: unknown
+  subject: unknown
+  detail: unknown
+}
+// jsonb arrives parsed from pg and PGlite alike; a string is parsed to be safe.
+const json = (value: unknown): Record<string, unknown> => (typeof value === 'string' ? JSON.parse(value) : (value as Record<string, unknown>))
 
 /**
  * One statement that runs `update` (an `UPDATE … RETURNING` of at most one row) and records
@@ -135,10 +184,34 @@ const toApiKeyState = (row: ApiKeyStateRow): ApiKeyState => ({
  * when nothing was updated (and then no outbox row). `revision` is an expression over the
  * updated row: the revision the change brought it to.
  */
-const withOutbox = (kind: OutboxKind, keyColumn: string, update: string, revision = 'revision') =>
+const withOutbox = (kind: OutboxKind, keyColumn: string, update: string, revision = 'revision', event?: EventSql) =>
   `WITH changed AS (${update}),
-        outbox AS (INSERT INTO change_outbox (kind, key, revision) SELECT '${kind}', ${keyColumn}::text, ${revision} FROM changed RETURNING id)
+        outbox AS (INSERT INTO change_outbox (kind, key, revision) SELECT '${kind}', ${keyColumn}::text, ${revision} FROM changed RETURNING id)${event ? ',\n' + eventInsert('changed', event) : ''}
    SELECT changed.*, outbox.id AS outbox_id FROM changed CROSS JOIN outbox`
+
+/**
+ * The audit event of a change (migrations/005_events.sql), written by the change's own
+ * statement: expressions over the changed row, which has a `company_id` column.
+ */
+interface EventSql {
+  /** SQL: the event type */
+  type: string
+  /** the placeholder of the actor's JSON among the statement's parameters, e.g. `$3` */
+  actor: string
+  /** SQL: the subject, a jsonb */
+  subject: string
+  /** SQL: the detail, a jsonb (default `{}`) */
+  detail?: string
+  /** SQL: only when this holds (a repeated revocation or an unchanged flag is no change) */
+  when?: string
+}
+
+const eventInsert = (from: string, event: EventSql) =>
+  `event AS (INSERT INTO event (company_id, type, actor, subject, detail)
+             SELECT company_id, ${event.type}, ${event.actor}::jsonb, ${event.subject}, ${event.detail ?? `'{}'::jsonb`} FROM ${from}
+             WHERE ${event.when ?? 'true'})`
+
+const actorJson = (actor: Actor): string => JSON.stringify(actor.kind === 'apiKey' ? { kind: 'apiKey', keyId: actor.keyId } : { kind: 'admin' })
 
 const outboxed =
   <Row, T>(map: (row: Row) => T) =>
@@ -151,7 +224,15 @@ export type Store = ReturnType<typeof createStore>
  * announced on the bus: only `changes.ts` calls them (see `Changes`); everything else gets
  * a `Store` without them.
  */
-export type PublishingWrite = 'updateAgent' | 'setUserAgent' | 'incrementTokenVersion' | 'setUserActive' | 'revokeApiKey'
+export type PublishingWrite =
+  | 'updateAgent'
+  | 'setUserAgent'
+  | 'incrementTokenVersion'
+  | 'setUserActive'
+  | 'revokeApiKey'
+  | 'revokeCompanyTokens'
+  | 'revokeAgentTokens'
+  | 'revokeToken'
 export type StoreReads = Omit<Store, PublishingWrite>
 
 /** Every SQL statement of the service, over either back end. */
@@ -196,6 +277,33 @@ export function createStore(db: Db) {
       return toCompany(row)
     },
 
+    getCompanyState: (id: string): Promise<CompanyState | undefined> =>
+      one(`SELECT id, tokens_generation, revision FROM company WHERE id = $1`, [id], toCompanyState),
+
+    /** Several companies' states in one query (the caches' batched misses); absent ids are left out. */
+    getCompanyStates: async (ids: string[]): Promise<CompanyState[]> =>
+      (await db.query<CompanyStateRow>(`SELECT id, tokens_generation, revision FROM company WHERE id = ANY($1::uuid[])`, [ids])).map(toCompanyState),
+
+    /** SPEC §7.1: every token of the company signed before this commits is revoked. */
+    revokeCompanyTokens: (id: string, actor: Actor = ADMIN): Promise<Outboxed<CompanyTokensRevoked> | undefined> =>
+      one(
+        withOutbox(
+          'company',
+          'id',
+          `UPDATE company SET tokens_generation = tokens_generation + 1, tokens_revoked_at = now(), revision = revision + 1
+           WHERE id = $1 RETURNING id, id AS company_id, tokens_generation, tokens_revoked_at, revision`,
+          'revision',
+          {
+            type: `'company.tokens_revoked'`,
+            actor: '$2',
+            subject: `jsonb_build_object('kind', 'company', 'id', id)`,
+            detail: `jsonb_build_object('tokensGeneration', tokens_generation)`,
+          },
+        ),
+        [id, actorJson(actor)],
+        outboxed((row: CompanyStateRow & { tokens_revoked_at: Date }) => ({ ...toCompanyState(row), tokensRevokedAt: row.tokens_revoked_at })),
+      ),
+
     countCompanies: async (): Promise<number> =>
       Number((await db.query<{ n: string | number }>('SELECT count(*) AS n FROM company'))[0]!.n),
 
@@ -222,15 +330,44 @@ export function createStore(db: Db) {
     getAgents: async (ids: string[]): Promise<AgentRecord[]> =>
       (await db.query<AgentRow>(`SELECT ${AGENT_COLUMNS} FROM agent WHERE id = ANY($1::uuid[])`, [ids])).map(toAgent),
 
-    updateAgent: (id: string, patch: { name?: string; active?: boolean }): Promise<Outboxed<AgentRecord> | undefined> =>
+    /** An event only when `active` changed (agent.activated / agent.deactivated): a rename is not audited. */
+    updateAgent: (id: string, patch: { name?: string; active?: boolean }, actor: Actor = ADMIN): Promise<Outboxed<AgentRecord> | undefined> =>
       one(
         withOutbox(
           'agent',
           'id',
           `UPDATE agent SET name = COALESCE($2, name), active = COALESCE($3, active), revision = revision + 1
-           WHERE id = $1 RETURNING ${AGENT_COLUMNS}`,
+           FROM (SELECT id AS old_id, active AS was_active FROM agent WHERE id = $1 FOR UPDATE) old
+           WHERE id = old.old_id RETURNING ${AGENT_COLUMNS}, was_active`,
+          'revision',
+          {
+            type: `CASE WHEN active THEN 'agent.activated' ELSE 'agent.deactivated' END`,
+            actor: '$4',
+            subject: `jsonb_build_object('kind', 'agent', 'id', id)`,
+            when: 'active IS DISTINCT FROM was_active',
+          },
         ),
-        [id, patch.name ?? null, patch.active ?? null],
+        [id, patch.name ?? null, patch.active ?? null, actorJson(actor)],
+        outboxed(toAgent),
+      ),
+
+    /** SPEC §7.1: every token of the agent signed before this commits is revoked. */
+    revokeAgentTokens: (id: string, actor: Actor = ADMIN): Promise<Outboxed<AgentRecord> | undefined> =>
+      one(
+        withOutbox(
+          'agent',
+          'id',
+          `UPDATE agent SET tokens_generation = tokens_generation + 1, tokens_revoked_at = now(), revision = revision + 1
+           WHERE id = $1 RETURNING ${AGENT_COLUMNS}`,
+          'revision',
+          {
+            type: `'agent.tokens_revoked'`,
+            actor: '$2',
+            subject: `jsonb_build_object('kind', 'agent', 'id', id)`,
+            detail: `jsonb_build_object('tokensGeneration', tokens_generation)`,
+          },
+        ),
+        [id, actorJson(actor)],
         outboxed(toAgent),
       ),
 
@@ -279,38 +416,58 @@ export function createStore(db: Db) {
       ),
 
     /** One atomic increment: the row lock serialises concurrent calls, none is lost. */
-    incrementTokenVersion: (companyId: string, id: string): Promise<Outboxed<UserRecord> | undefined> =>
+    incrementTokenVersion: (companyId: string, id: string, actor: Actor = ADMIN): Promise<Outboxed<UserRecord> | undefined> =>
       one(
         withOutbox(
           'user',
           'id',
           `UPDATE customer_user SET token_version = token_version + 1, revision = revision + 1, updated_at = now()
            WHERE id = $1 AND company_id = $2 RETURNING ${USER_COLUMNS}`,
+          'revision',
+          {
+            type: `'tokens.invalidated'`,
+            actor: '$3',
+            subject: `jsonb_build_object('kind', 'user', 'id', id, 'externalId', external_id)`,
+            detail: `jsonb_build_object('newTokenVersion', token_version)`,
+          },
         ),
-        [id, companyId],
+        [id, companyId, actorJson(actor)],
         outboxed(toUser),
       ),
 
-    setUserActive: (id: string, active: boolean): Promise<Outboxed<UserRecord> | undefined> =>
+    /** An event only when `active` changed (user.activated / user.deactivated). */
+    setUserActive: (id: string, active: boolean, actor: Actor = ADMIN): Promise<Outboxed<UserRecord> | undefined> =>
       one(
         withOutbox(
           'user',
           'id',
           `UPDATE customer_user SET active = $2, revision = revision + 1, updated_at = now()
-           WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+           FROM (SELECT id AS old_id, active AS was_active FROM customer_user WHERE id = $1 FOR UPDATE) old
+           WHERE id = old.old_id RETURNING ${USER_COLUMNS}, was_active`,
+          'revision',
+          {
+            type: `CASE WHEN active THEN 'user.activated' ELSE 'user.deactivated' END`,
+            actor: '$3',
+            subject: `jsonb_build_object('kind', 'user', 'id', id, 'externalId', external_id)`,
+            when: 'active IS DISTINCT FROM was_active',
+          },
         ),
-        [id, active],
+        [id, active, actorJson(actor)],
         outboxed(toUser),
       ),
 
     // ── API keys ─────────────────────────────────────────────────────────────
     /** undefined: no such company. */
-    createApiKey: (companyId: string, keyId: string, secretHash: Buffer, name: string | null): Promise<ApiKeyRecord | undefined> =>
+    createApiKey: (companyId: string, keyId: string, secretHash: Buffer, name: string | null, actor: Actor = ADMIN): Promise<ApiKeyRecord | undefined> =>
       one(
-        `INSERT INTO api_key (key_id, company_id, secret_hash, name)
-         SELECT $1, id, $3, $4 FROM company WHERE id = $2
-         RETURNING ${API_KEY_COLUMNS}`,
-        [keyId, companyId, secretHash, name],
+        // The event names the key by its public id: never its secret or hash.
+        `WITH created AS (
+           INSERT INTO api_key (key_id, company_id, secret_hash, name)
+           SELECT $1, id, $3, $4 FROM company WHERE id = $2
+           RETURNING ${API_KEY_COLUMNS}),
+         ${eventInsert('created', { type: `'api_key.created'`, actor: '$5', subject: `jsonb_build_object('kind', 'apiKey', 'keyId', key_id)`, detail: `jsonb_build_object('name', name)` })}
+         SELECT * FROM created`,
+        [keyId, companyId, secretHash, name, actorJson(actor)],
         toApiKey,
       ),
 
@@ -329,15 +486,18 @@ export function createStore(db: Db) {
       ),
 
     /** Idempotent: a second revocation keeps the first revocation time. */
-    revokeApiKey: (keyId: string): Promise<Outboxed<ApiKeyRecord> | undefined> =>
+    revokeApiKey: (keyId: string, actor: Actor = ADMIN): Promise<Outboxed<ApiKeyRecord> | undefined> =>
       one(
         withOutbox(
           'apiKey',
           'key_id',
-          `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now()) WHERE key_id = $1 RETURNING ${API_KEY_COLUMNS}`,
+          `UPDATE api_key SET revoked_at = COALESCE(revoked_at, now())
+           FROM (SELECT key_id AS old_key_id, revoked_at IS NOT NULL AS was_revoked FROM api_key WHERE key_id = $1 FOR UPDATE) old
+           WHERE key_id = old.old_key_id RETURNING ${API_KEY_COLUMNS}, was_revoked`,
           `CASE WHEN revoked_at IS NULL THEN ${apiKeyRevision(false)} ELSE ${apiKeyRevision(true)} END`,
+          { type: `'api_key.revoked'`, actor: '$2', subject: `jsonb_build_object('kind', 'apiKey', 'keyId', key_id)`, when: 'NOT was_revoked' },
         ),
-        [keyId],
+        [keyId, actorJson(actor)],
         outboxed(toApiKey),
       ),
 
@@ -346,6 +506,74 @@ export function createStore(db: Db) {
       if (keyIds.length === 0) return
       await db.query(`UPDATE api_key SET last_used_at = now() WHERE key_id = ANY($1::text[])`, [keyIds])
     },
+
+    // ── revoked tokens (SPEC §7.1) ──────────────────────────────────────────────
+    /**
+     * Revokes one token until its exp. A repeated revocation updates nothing but is still
+     * outboxed and announced: the caller answers only once every node refuses the token,
+     * even when a first call for it is still publishing.
+     */
+    revokeToken: (companyId: string, jti: string, exp: number, userId: string, actor: Actor = ADMIN): Promise<Outboxed<TokenRevocation> | undefined> =>
+      one(
+        withOutbox(
+          'token',
+          'jti',
+          `INSERT INTO revoked_token (jti, company_id, expires_at) VALUES ($1, $2, to_timestamp($3))
+           ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti
+           RETURNING jti, company_id, expires_at, (xmax = 0) AS first`,
+          `extract(epoch FROM expires_at)::bigint`,
+          {
+            type: `'token.revoked'`,
+            actor: '$5',
+            subject: `jsonb_build_object('kind', 'token', 'jti', jti)`,
+            detail: `jsonb_build_object('userId', $4::text, 'expiresAt', to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+            when: 'first',
+          },
+        ),
+        [jti, companyId, exp, userId, actorJson(actor)],
+        outboxed((row: RevokedTokenRow & { company_id: string; first: boolean }) => ({ ...toRevokedToken(row), companyId: row.company_id, first: row.first })),
+      ),
+
+    getRevokedToken: (jti: string): Promise<RevokedToken | undefined> =>
+      one(`SELECT jti, expires_at FROM revoked_token WHERE jti = $1`, [jti], toRevokedToken),
+
+    isTokenRevoked: async (jti: string): Promise<boolean> => (await db.query(`SELECT 1 FROM revoked_token WHERE jti = $1`, [jti])).length > 0,
+
+    /** Revocations whose token may still be presented: not expired, allowing `graceSeconds`. */
+    liveRevokedTokens: async (graceSeconds: number): Promise<RevokedToken[]> =>
+      (
+        await db.query<RevokedTokenRow>(`SELECT jti, expires_at FROM revoked_token WHERE expires_at > now() - $1::double precision * interval '1 second'`, [
+          graceSeconds,
+        ])
+      ).map(toRevokedToken),
+
+    /** Forgets revocations of tokens expired (past `graceSeconds`); how many were forgotten. */
+    pruneRevokedTokens: async (graceSeconds: number): Promise<number> =>
+      Number(
+        (
+          await db.query<{ n: string | number }>(
+            `WITH gone AS (DELETE FROM revoked_token WHERE expires_at <= now() - $1::double precision * interval '1 second' RETURNING 1) SELECT count(*) AS n FROM gone`,
+            [graceSeconds],
+          )
+        )[0]!.n,
+      ),
+
+    // ── events (SPEC §7.2, migrations/005_events.sql) ─────────────────────────
+    /** A company's events, newest first, with ids below `beforeId` when given. */
+    listEvents: async (companyId: string, limit: number, beforeId?: string): Promise<EventRecord[]> =>
+      (
+        await db.query<EventRow>(
+          `SELECT id, type, at, actor, subject, detail FROM event
+           WHERE company_id = $1 AND ($2::bigint IS NULL OR id < $2::bigint) ORDER BY id DESC LIMIT $3`,
+          [companyId, beforeId ?? null, limit],
+        )
+      ).map((row) => ({ id: String(row.id), type: row.type, at: row.at, actor: json(row.actor), subject: json(row.subject), detail: json(row.detail) })),
+
+    /** Forgets events older than `days`; how many were forgotten. */
+    pruneEvents: async (days: number): Promise<number> =>
+      Number(
+        (await db.query<{ n: string | number }>(`WITH gone AS (DELETE FROM event WHERE at < now() - $1::double precision * interval '1 day' RETURNING 1) SELECT count(*) AS n FROM gone`, [days]))[0]!.n,
+      ),
 
     // ── change outbox (see migrations/002_change_outbox.sql) ───────────────────
     /** Rows in the outbox, and how many of them are older than `minAgeMs` (by the database's clock). */

@@ -72,7 +72,7 @@ t.test('a first token creates the user with the default agent, a 24h lifetime an
 
   const { header, payload } = decodeToken(body.token)
   t.strictSame(header, { alg: 'HS256', typ: 'JWT', kid: SIGNING_KID })
-  t.strictSame(Object.keys(payload).sort(), ['agentId', 'companyId', 'exp', 'iat', 'jti', 'sub', 'tokenVersion'])
+  t.strictSame(Object.keys(payload).sort(), ['agen', 'agentId', 'cgen', 'companyId', 'exp', 'iat', 'jti', 'sub', 'tokenVersion'])
   t.equal(payload.sub, body.user.id)
   t.equal(payload.tokenVersion, 0)
   t.equal(payload.companyId, acme.companyId)
@@ -381,7 +381,7 @@ t.test('with TOKEN_MAX_TTL=1h, JWT_ISSUER and JWT_AUDIENCE', async (t) => {
   t.test('the token carries iss and aud, and verifies', async (t) => {
     const issued = await issueToken(configured, acme, 'iss-user', { expiresIn: '30m' })
     const { payload } = decodeToken(issued.token)
-    t.strictSame(Object.keys(payload).sort(), ['agentId', 'aud', 'companyId', 'exp', 'iat', 'iss', 'jti', 'sub', 'tokenVersion'])
+    t.strictSame(Object.keys(payload).sort(), ['agen', 'agentId', 'aud', 'cgen', 'companyId', 'exp', 'iat', 'iss', 'jti', 'sub', 'tokenVersion'])
     t.equal(payload.iss, issuer)
     t.equal(payload.aud, audience)
     t.equal((await verify(configured, issued.token)).statusCode, 200)

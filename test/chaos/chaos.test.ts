@@ -13,7 +13,7 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
 /** The mutant runs' nodes: `chat-auth serve`, less one defence (see the file). */
 const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check'
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens'
 
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
   if (!options.mutant) return startGatewayProcess(env, { name })
@@ -29,18 +29,31 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  *
  * Its own redis-server and PostgreSQL (initdb into a temporary folder), three node
  * processes each reaching Redis through a TCP proxy this test controls, ~20
- * invalidations/s and ~500 verifications/s of current and stale tokens across the nodes,
- * and faults one after another. The checker works on the driver's clock: an accepted
- * verification whose token version is lower than a version whose invalidation had
- * answered 200 before the verification started is a violation.
+ * invalidations/s, ~5 single-token revocations/s, a company-wide revocation every ~2.5 s
+ * (of a second company) and ~500 verifications/s of current, stale and revoked tokens
+ * across the nodes, and faults one after another. The checker works on the driver's clock;
+ * an accepted verification that started after one of these answered 200 is a violation:
+ * - a token version lower than a version whose invalidation had answered;
+ * - a token whose revoke-token had answered;
+ * - a token of the second company whose issuing answered before a company revoke-tokens
+ *   began, and that revoke had answered.
  *
  * Then once per mutant, each with one defence disabled (no flush and no catch-up on
- * reconnect; a catch-up that skips what was committed while the channel was lost): the
- * checker must find violations, or it proves nothing.
+ * reconnect; a catch-up that skips what was committed while the channel was lost; a
+ * catch-up that leaves out the tokens revoked meanwhile): the checker must find
+ * violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
 const USERS = 40
 const INVALIDATIONS_PER_S = 20
+const TOKEN_REVOCATIONS_PER_S = 5
+const COMPANY_REVOCATIONS_PER_S = 0.4
+const COMPANY_USERS = 10
+/** share of verifications that present a revoked token, and a token of the second company */
+const REVOKED_SHARE = 0.15
+const COMPANY_SHARE = 0.15
+/** revoked tokens the driver keeps presenting (the latest ones) */
+const REVOKED_KEPT = 200
 const VERIFICATIONS_PER_S = 500
 const MAX_IN_FLIGHT = 256
 const REQUEST_TIMEOUT_MS = 3000
@@ -58,6 +71,14 @@ interface Verification {
   node: number
   start: number
   status: number
+  /** what else the token is: one revoked alone (answered at `revokedEnd`), or one of the second company issued by `issuedEnd` */
+  revokedEnd?: number
+  issuedEnd?: number
+}
+
+interface CompanyRevocation {
+  start: number
+  end: number
 }
 
 interface Invalidation {
@@ -226,12 +247,18 @@ interface Result {
   accepted: number
   invalidations: number
   invalidationsOk: number
+  tokenRevocationsOk: number
+  companyRevocationsOk: number
   faults: number
   violations: number
+  /** violations by kind: an older token version, a revoked jti, a company-wide revoke */
+  byKind: { version: number; jti: number; company: number }
   rate503During: number
   rate503After: number
   examples: string[]
 }
+
+const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!
 
 /** What every shape's scenario has: the nodes the driver talks to. */
 type Driven = { nodes: NodeProcess[] }
@@ -248,6 +275,25 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
     if (issued.status !== 200) throw new Error(`token: ${issued.status} ${JSON.stringify(issued.body)}`)
     users.push({ id: issued.body.user.id, tokens: new Map([[0, issued.body.token]]), latest: 0 })
   }
+  // The second company, whose tokens are all revoked at once now and then: each user's
+  // latest token, with the time its issuing answered.
+  const second = await setupCompany(nodes[0]!, 'Revoked Co')
+  const secondCreds = { keyId: second.keyId, keySecret: second.keySecret }
+  const companyTokens: Array<{ token: string; issuedEnd: number }> = []
+  const fetchCompanyToken = async (i: number) => {
+    const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...secondCreds, userId: `member-${i}` }).catch(() => undefined)
+    if (answer?.status === 200) companyTokens[i] = { token: answer.body.token, issuedEnd: now() }
+  }
+  for (let i = 0; i < COMPANY_USERS; i++) {
+    await fetchCompanyToken(i)
+    if (companyTokens[i] === undefined) throw new Error('could not issue a token of the second company')
+  }
+  const companyRevocations: CompanyRevocation[] = []
+  let companyRevocationsTried = 0
+  // Tokens revoked one by one, with the time their revoke-token answered (the latest ones).
+  const revokedTokens: Array<{ user: number; version: number; token: string; end: number }> = []
+  let tokenRevocationsOk = 0
+  let tokenRevocationsTried = 0
 
   const verifications: Verification[] = []
   const invalidations: Invalidation[] = []
@@ -260,7 +306,6 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
   let inFlight = 0
   let skipped = 0
   let running = true
-  const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!
 
   const fetchToken = async (user: number) => {
     const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${user}` }).catch(() => undefined)
@@ -271,7 +316,28 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
     u.latest = Math.max(u.latest, version)
   }
 
+  const present = async (token: string, record: Omit<Verification, 'start' | 'status' | 'node'>) => {
+    const nodeIndex = Math.floor(Math.random() * 3)
+    const start = now()
+    let status = 0
+    try {
+      status = (await get(s.nodes[nodeIndex]!.port, '/rest/v1/auth/verify', token)).status
+    } catch {
+      status = 0
+    }
+    verifications.push({ ...record, node: nodeIndex, start, status })
+  }
+
   const verifyOnce = async () => {
+    const dice = Math.random()
+    if (dice < REVOKED_SHARE && revokedTokens.length > 0) {
+      const revoked = pick(revokedTokens)
+      return present(revoked.token, { user: revoked.user, version: revoked.version, revokedEnd: revoked.end })
+    }
+    if (dice < REVOKED_SHARE + COMPANY_SHARE) {
+      const member = pick(companyTokens)
+      return present(member.token, { user: -1, version: 0, issuedEnd: member.issuedEnd })
+    }
     const user = Math.floor(Math.random() * USERS)
     const u = users[user]!
     // Half current, half stale (the version just before the latest, or any older one).
@@ -304,10 +370,43 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
     }
   }
 
+  // One more token of a user, revoked alone ("log out this device").
+  const revokeTokenOnce = async () => {
+    const user = Math.floor(Math.random() * USERS)
+    tokenRevocationsTried++
+    const issued = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${user}` }).catch(() => undefined)
+    if (issued?.status !== 200) return
+    const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/revoke-token', { ...creds, token: issued.body.token }).catch(() => undefined)
+    const end = now()
+    if (answer?.status !== 200) return
+    tokenRevocationsOk++
+    revokedTokens.push({ user, version: tokenVersion(issued.body.token), token: issued.body.token, end })
+    if (revokedTokens.length > REVOKED_KEPT) revokedTokens.shift()
+  }
+
+  let companyRevoking = false
+  const revokeCompanyOnce = async () => {
+    if (companyRevoking) return // one at a time: the checker's intervals stay simple
+    companyRevoking = true
+    companyRevocationsTried++
+    try {
+      const start = now()
+      const answer = await call(pick(nodes), 'POST', `/admin/v1/companies/${second.companyId}/revoke-tokens`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` }).catch(() => undefined)
+      const end = now()
+      if (answer?.status !== 200) return
+      companyRevocations.push({ start, end })
+      await Promise.all(Array.from({ length: COMPANY_USERS }, (_, i) => fetchCompanyToken(i)))
+    } finally {
+      companyRevoking = false
+    }
+  }
+
   const load = (async () => {
     const started = now()
     let verificationsLaunched = 0
     let invalidationsLaunched = 0
+    let tokenRevocationsLaunched = 0
+    let companyRevocationsLaunched = 0
     while (running) {
       const elapsed = (now() - started) / 1000
       while (verificationsLaunched < elapsed * VERIFICATIONS_PER_S) {
@@ -323,6 +422,16 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
         invalidationsLaunched++
         inFlight++
         void invalidateOnce().finally(() => inFlight--)
+      }
+      while (tokenRevocationsLaunched < elapsed * TOKEN_REVOCATIONS_PER_S) {
+        tokenRevocationsLaunched++
+        inFlight++
+        void revokeTokenOnce().finally(() => inFlight--)
+      }
+      while (companyRevocationsLaunched < elapsed * COMPANY_REVOCATIONS_PER_S) {
+        companyRevocationsLaunched++
+        inFlight++
+        void revokeCompanyOnce().finally(() => inFlight--)
       }
       await sleep(5)
     }
@@ -391,8 +500,17 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
     }
     return lo === 0 ? 0 : list[lo - 1]!.max
   }
+  const nearFault = (time: number) => {
+    const fault = windows.find((w) => time >= w.start - 500 && time <= w.end + 1500)
+    return fault ? ` (near fault: ${fault.name})` : ''
+  }
   let violations = 0
+  const byKind = { version: 0, jti: 0, company: 0 }
   const examples: string[] = []
+  const at = (time: number) => `${((time - loadStarted) / 1000).toFixed(3)} s`
+  // The company revokes that had answered before `start`, by answer time: the latest one
+  // that began after the token's issuing answered refuses it.
+  const companyRevokedAfter = (issuedEnd: number, start: number) => companyRevocations.find((r) => r.start > issuedEnd && r.end < start)
   // Versions only grow: two acknowledged invalidations answering the same version mean the
   // store lost a write it had acknowledged — a test-setup problem, not a cache one, told apart.
   const seen = new Set<string>()
@@ -404,6 +522,21 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
   }
   if (lostWrites) log(`WARNING: ${lostWrites} acknowledged invalidations answered a version already answered: the store lost writes`)
   for (const v of verifications) {
+    if (v.status === 200 && v.revokedEnd !== undefined && v.start > v.revokedEnd) {
+      violations++
+      byKind.jti++
+      if (examples.length < 10) examples.push(`node-${v.node} accepted a token revoked alone (revoke-token answered at ${at(v.revokedEnd)}) at ${at(v.start)}${nearFault(v.start)}`)
+      continue
+    }
+    if (v.issuedEnd !== undefined) {
+      const revoke = v.status === 200 ? companyRevokedAfter(v.issuedEnd, v.start) : undefined
+      if (revoke !== undefined) {
+        violations++
+        byKind.company++
+        if (examples.length < 10) examples.push(`node-${v.node} accepted a token of the second company issued by ${at(v.issuedEnd)} at ${at(v.start)}; its revoke-tokens answered at ${at(revoke.end)}${nearFault(v.start)}`)
+      }
+      continue
+    }
     if (v.status === -1) {
       violations++
       examples.push(`node-${v.node} answered 200 with another token version than user-${v.user} v${v.version}`)
@@ -413,6 +546,7 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
     const floor = revokedBelow(v.user, v.start)
     if (v.version < floor) {
       violations++
+      byKind.version++
       if (examples.length < 10) {
         const fault = windows.find((w) => v.start >= w.start - 500 && v.start <= w.end + 1500)
         const acked = invalidations.find((inv) => inv.user === v.user && inv.version === floor)!
@@ -430,6 +564,10 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
   log(
     `operations: ${verifications.length} verifications (${(verifications.length / loadSeconds).toFixed(0)}/s, ${accepted} accepted, ${skipped} skipped at the in-flight cap), ` +
       `${invalidationsTried} invalidations (${invalidations.length} answered 200, ${(invalidationsTried / loadSeconds).toFixed(1)}/s) in ${loadSeconds.toFixed(1)} s`,
+  )
+  log(
+    `revocations: ${tokenRevocationsTried} revoke-token (${tokenRevocationsOk} answered 200), ${companyRevocationsTried} company revoke-tokens (${companyRevocations.length} answered 200); ` +
+      `presented: ${verifications.filter((v) => v.revokedEnd !== undefined).length} revoked tokens, ${verifications.filter((v) => v.issuedEnd !== undefined).length} tokens of the second company`,
   )
   log(`faults injected: ${windows.length}`)
   // Around each fault (from its start to 1.5 s after every node was ready again): writes
@@ -454,12 +592,15 @@ async function drive<S extends Driven>(s: S, faults: Fault<S>[], log: (line: str
   }
   log(`503 rate: ${(rate503(during) * 100).toFixed(2)}% during faults (${during.length} verifications), ${(rate503(after) * 100).toFixed(2)}% outside them (${after.length})`)
   for (const example of examples) log(`  violation: ${example}`)
-  log(`violations: ${violations}`)
+  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company})`)
   return {
     verifications: verifications.length,
     accepted,
     invalidations: invalidationsTried,
     invalidationsOk: invalidations.length,
+    tokenRevocationsOk,
+    companyRevocationsOk: companyRevocations.length,
+    byKind,
     faults: windows.length,
     violations,
     rate503During: rate503(during),
@@ -489,6 +630,7 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   const result = await drive(s, faults, (line) => t.comment(line))
   t.equal(result.faults, faults.length, 'every fault was injected')
   t.ok(result.invalidationsOk > 100 && result.accepted > 1000, 'the load did run')
+  t.ok(result.tokenRevocationsOk > 50 && result.companyRevocationsOk > 5, 'revocations did run')
   t.equal(result.violations, 0, `violations: ${result.violations}`)
   const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
   for (const [i, m] of metrics.entries()) {
@@ -504,17 +646,19 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
 for (const [mutant, what] of [
   ['no-epoch-flush', 'with no cache flush and no catch-up on reconnect'],
   ['catch-up-skips-window', 'with a catch-up that skips what was committed while the channel was lost'],
+  ['catch-up-ignores-revoked-tokens', 'with a catch-up that leaves out the tokens revoked while the channel was lost'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), mutant)
     t.teardown(() => tearDown(s))
     const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
-    if (!/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
+    if (mutant !== 'catch-up-ignores-revoked-tokens' && !/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
       t.fail(`the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs ${mutant}) did not reach the Redis bus (GatewayOptions.redisBus → createRedisBus)`)
       return
     }
     const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
-    t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
+    if (mutant === 'catch-up-ignores-revoked-tokens') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
+    else t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
   })
 }
 

@@ -63,7 +63,7 @@ rule('the test toolkit imports no test, no chaos code and no bench code', source
 rule('tests import no chaos code and no bench code', sources('test').filter((f) => !inside(f, 'test/chaos')), (target) => inside(target, 'test/chaos', 'bench'))
 
 t.test('routes never call the publishing writes of the store: they go through changes', async (t) => {
-  const writes = /\bstore\.(incrementTokenVersion|setUserActive|setUserAgent|updateAgent|revokeApiKey)\(/
+  const writes = /\bstore\.(incrementTokenVersion|setUserActive|setUserAgent|updateAgent|revokeApiKey|revokeCompanyTokens|revokeAgentTokens|revokeToken)\(/
   t.same(src.filter((f) => inside(f, 'src/routes') && writes.test(readFileSync(join(ROOT, f), 'utf8'))), [])
 })
 

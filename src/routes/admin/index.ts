@@ -7,6 +7,8 @@ import { companyRoutes } from './companies.js'
 import { agentRoutes } from './agents.js'
 import { apiKeyRoutes } from './api-keys.js'
 import { customerUserRoutes } from './customer-users.js'
+import { revocationRoutes } from './revocations.js'
+import { eventRoutes } from './events.js'
 
 /** What the admin routes use: plain reads and writes, and the writes every node must see. */
 export interface AdminServices {
@@ -32,4 +34,6 @@ export async function adminRoutes(fastify: FastifyInstance, { credentials, store
   await fastify.register(agentRoutes, services)
   await fastify.register(apiKeyRoutes, services)
   await fastify.register(customerUserRoutes, services)
+  await fastify.register(revocationRoutes, services)
+  await fastify.register(eventRoutes, services)
 }

@@ -1,0 +1,53 @@
+import { errors } from '../errors.js'
+import type { Changes } from '../changes.js'
+import type { Keyring } from '../jwt/keyring.js'
+
+/** SPEC §7.1 `revoke-token`: the one token (its jti) refused until its exp, on every node. */
+export interface TokenRevoker {
+  /**
+   * Resolves once every node refuses the token. 400 unless it carries our valid signature
+   * and the key's company; an expired token is answered as revoked, with nothing to write.
+   */
+  revoke(key: { companyId: string; keyId: string }, token: string): Promise<{ jti: string; exp: number }>
+}
+
+export interface TokenRevokerOptions {
+  keyring: Pick<Keyring, 'verify'>
+  changes: Pick<Changes, 'revokeToken'>
+  /** verification accepts a token until exp + this: until then a revocation is needed */
+  clockToleranceSeconds: number
+  now?: () => number
+}
+
+/** A jti we signed is a UUID; anything longer is not ours to store. */
+const MAX_JTI_LENGTH = 128
+/** 9999-12-31T23:59:59Z: our tokens expire long before; past it a date cannot be stored. */
+const MAX_EXP_SECONDS = 253_402_300_799
+
+export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, now = Date.now }: TokenRevokerOptions): TokenRevoker {
+  return {
+    async revoke({ companyId, keyId }, token) {
+      const claims = token.length > 0 ? keyring.verify(token) : undefined
+      const { jti, exp, sub } = claims ?? {}
+      if (
+        claims === undefined ||
+        claims.companyId !== companyId ||
+        typeof jti !== 'string' ||
+        typeof sub !== 'string' ||
+        jti.length === 0 ||
+        jti.length > MAX_JTI_LENGTH ||
+        !Number.isSafeInteger(exp) ||
+        (exp as number) > MAX_EXP_SECONDS
+      ) {
+        throw errors.tokenNotFound()
+      }
+      const expiry = exp as number
+      // Already refused at check 2 on every node: nothing left to revoke (SPEC: 200 again).
+      if (now() / 1000 >= expiry + clockToleranceSeconds) return { jti, exp: expiry }
+      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, { kind: 'apiKey', keyId })
+      // The company exists (the key belongs to it); no row would mean it just vanished.
+      if (revoked === undefined) throw errors.tokenNotFound()
+      return { jti, exp: expiry }
+    },
+  }
+}
