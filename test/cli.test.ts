@@ -48,12 +48,22 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const listed = await cli('api-keys', 'list', company.id)
   t.equal(listed.length, 1)
   t.notOk(JSON.stringify(listed).includes(key.keySecret), 'the secret is never listed')
+  t.equal((await cli('companies', 'revoke-tokens', company.id)).companyId, company.id)
+  t.equal((await cli('agents', 'revoke-tokens', agent.id)).agentId, agent.id)
   t.equal((await cli('agents', 'update', agent.id, '--active', 'false')).active, false)
   t.ok((await cli('api-keys', 'revoke', key.keyId)).revokedAt)
+  const events = await cli('events', 'list', company.id, '--limit', '2')
+  t.same(events.events.map((e: { type: string }) => e.type), ['api_key.revoked', 'agent.deactivated'], 'newest first, two of them')
+  const older = await cli('events', 'list', company.id, '--limit', '500', '--before', events.next)
+  t.same(older.events.map((e: { type: string }) => e.type), ['agent.tokens_revoked', 'company.tokens_revoked', 'api_key.created'], 'the next page from the cursor')
+  t.equal(older.next, null)
 
   const failed = await run(process.execPath, [CLI, 'companies', 'get', company.id, '--url', node.url, '--admin-token', 'wrong-token-0123456789'], { env }).catch((e) => e)
   t.equal(failed.code, 1)
-  t.match(failed.stderr, /Invalid admin token/)
+  t.same(JSON.parse(failed.stderr), { statusCode: 401, code: 'INVALID_ADMIN_TOKEN', message: 'Invalid admin token' }, 'the error body on stderr')
+  const missing = await run(process.execPath, [CLI, 'agents', 'revoke-tokens', company.id, '--url', node.url], { env }).catch((e) => e)
+  t.equal(missing.code, 1)
+  t.match(JSON.parse(missing.stderr), { statusCode: 404, code: 'NOT_FOUND', message: 'Agent not found' })
 })
 
 storeIndependentTest('the CLI as a newcomer meets it', async (t) => {

@@ -102,6 +102,64 @@ t.test('every admin call of SPEC §4', async (t) => {
   t.match(await failure(client.verify(issued.token)), { statusCode: 401, code: 'AGENT_INACTIVE' })
 })
 
+t.test('SPEC §7.1: revokeToken, revokeCompanyTokens, revokeAgentTokens', async (t) => {
+  const { company, agent, client } = await tenant('Revocations')
+  const phone = await client.issueToken({ userId: 'device-user' })
+  const laptop = await client.issueToken({ userId: 'device-user' })
+  const revoked = await client.revokeToken(phone.token)
+  t.match(revoked, { message: 'Token revoked successfully', jti: /\S/, expiresAt: phone.expiresAt })
+  t.match(await failure(client.verify(phone.token)), { statusCode: 401, code: 'TOKEN_REVOKED' }, 'that token is refused')
+  t.equal((await client.verify(laptop.token)).user.id, laptop.user.id, 'the user\'s other token is not')
+  t.same(await client.revokeToken(phone.token), revoked, 'idempotent')
+  const other = await tenant('Other company')
+  t.match(await failure(other.client.revokeToken(laptop.token)), { statusCode: 400, code: 'TOKEN_NOT_FOUND', message: 'Token not found or does not belong to your company' })
+
+  const byCompany = await admin.revokeCompanyTokens(company.id)
+  t.match(byCompany, { companyId: company.id, revokedAt: ISO_RE })
+  t.match(await failure(client.verify(laptop.token)), { statusCode: 401, code: 'TOKEN_REVOKED' }, 'a token issued before the company revoke is refused')
+  const after = await client.issueToken({ userId: 'device-user' })
+  t.ok(await client.verify(after.token), 'one issued after it is valid')
+
+  const byAgent = await admin.revokeAgentTokens(agent.id)
+  t.match(byAgent, { agentId: agent.id, revokedAt: ISO_RE })
+  t.match(await failure(client.verify(after.token)), { statusCode: 401, code: 'TOKEN_REVOKED' }, 'the agent revoke reaches it')
+  t.ok(await client.verify((await client.issueToken({ userId: 'device-user' })).token), 'and a new one is valid')
+  t.match(await failure(admin.revokeCompanyTokens(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
+  t.match(await failure(admin.revokeAgentTokens('not-a-uuid')), { statusCode: 404, code: 'NOT_FOUND' })
+})
+
+t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page', async (t) => {
+  const { company, key, client } = await tenant('Audit')
+  const issued = await client.issueToken({ userId: 'audited' })
+  await client.invalidate(issued.user.id)
+  await admin.updateCustomerUser(issued.user.id, { active: false })
+  await admin.revokeCompanyTokens(company.id)
+
+  const all = await admin.listEvents(company.id, { limit: 500 })
+  t.equal(all.next, null, 'one page holds them all')
+  t.same(
+    all.events.map((e) => e.type),
+    ['company.tokens_revoked', 'user.deactivated', 'tokens.invalidated', 'api_key.created'],
+    'newest first',
+  )
+  const invalidated = all.events.find((e) => e.type === 'tokens.invalidated')!
+  t.same(invalidated.actor, { kind: 'apiKey', keyId: key.keyId })
+  t.equal(invalidated.detail.newTokenVersion, 1)
+  t.notOk(JSON.stringify(all).includes(key.keySecret), 'no secret in any event')
+
+  const first = await admin.listEvents(company.id, { limit: 1 })
+  t.equal(first.events.length, 1)
+  t.type(first.next, 'string')
+  const second = await admin.listEvents(company.id, { limit: 1, before: first.next! })
+  t.same(second.events, [all.events[1]], 'the cursor continues where the page ended')
+
+  const walked = []
+  for await (const event of admin.events(company.id, { limit: 1 })) walked.push(event)
+  t.same(walked, all.events, 'events() walks every page in order')
+  t.match(await failure(admin.listEvents(company.id, { limit: 501 })), { statusCode: 400 })
+  t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
+})
+
 t.test('a base URL with a path keeps it (a proxy\'s prefix)', async (t) => {
   const prefixed = new ChatAuthClient({ baseUrl: `${baseUrl}/nothing-here`, adminToken: ADMIN_TOKEN })
   t.match(await failure(prefixed.admin.getCompany(randomUUID())), { statusCode: 404, code: 'ROUTE_NOT_FOUND' })

@@ -103,7 +103,7 @@ t.test('every documented operation is a route of the app', async (t) => {
   t.same(extra, [])
 })
 
-/** The SPEC's endpoints (§3 and §4), each with what its entry must hold. */
+/** The SPEC's endpoints (§3, §4 and §7), each with what its entry must hold. */
 const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: number; errors: number[]; admin?: boolean }> = [
   { method: 'POST', url: '/rest/v1/auth/token', body: ['keyId', 'keySecret', 'userId', 'agentId', 'expiresIn'], ok: 200, errors: [400, 401, 403, 429] },
   { method: 'POST', url: '/rest/v1/auth/invalidate-token', body: ['keyId', 'keySecret', 'customerUserId'], ok: 200, errors: [400, 401, 429] },
@@ -122,6 +122,10 @@ const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: 
   { method: 'DELETE', url: '/admin/v1/api-keys/:keyId', ok: 200, errors: [401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/customer-users/:customerUserId', ok: 200, errors: [401, 404], admin: true },
   { method: 'PATCH', url: '/admin/v1/customer-users/:customerUserId', body: ['active'], ok: 200, errors: [400, 401, 404], admin: true },
+  { method: 'POST', url: '/rest/v1/auth/revoke-token', body: ['keyId', 'keySecret', 'token'], ok: 200, errors: [400, 401, 429] },
+  { method: 'POST', url: '/admin/v1/companies/:companyId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
+  { method: 'POST', url: '/admin/v1/agents/:agentId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
+  { method: 'GET', url: '/admin/v1/companies/:companyId/events', ok: 200, errors: [400, 401, 404], admin: true },
 ]
 
 t.test('each SPEC endpoint: request body, answer, error bodies, and the admin bearer scheme', async (t) => {
@@ -146,6 +150,8 @@ t.test('each SPEC endpoint: request body, answer, error bodies, and the admin be
     else t.notOk(entry.security?.some((scheme) => 'adminToken' in scheme), `${name} does not ask for the admin token`)
   }
   t.same(operation('GET', '/rest/v1/auth/verify')?.security, [{ chatToken: [] }], 'verify takes the issued JWT as a bearer token')
+  const events = operation('GET', '/admin/v1/companies/:companyId/events') as (Operation & { parameters?: Array<{ in: string; name: string }> }) | undefined
+  t.same(events?.parameters?.filter((p) => p.in === 'query').map((p) => p.name).sort(), ['before', 'limit'], 'the events listing names its query parameters')
 })
 
 t.test('the description routes answer without credentials; the reference page is HTML', async (t) => {
