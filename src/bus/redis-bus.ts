@@ -1,65 +1,28 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import type { Logger } from 'pino'
-import type { Metrics } from '../metrics.js'
-import { rowChanged, type BusHealth, type Change, type ChangeLog, type InvalidationBus, type RowChanged } from './bus.js'
+import { rowChanged, type BusHealth, type Change, type InvalidationBus, type RowChanged } from './bus.js'
 import { Trust, writerWaitMs, youthMs } from './lease.js'
-import { createMessageCodec, type BusKey } from './messages.js'
+import { createMessageCodec } from './messages.js'
 import { createInbox } from './inbox.js'
 import { createBusMetrics, throttledLog } from './bus-metrics.js'
 import { createPublisher, sleep, withTimeout } from './publisher.js'
 import { createRegistry } from './registry.js'
 import { createSubscriber } from './subscriber.js'
 import type { RedisConnection } from '../config.js'
-import { createSentinelWatch, type SentinelWatch } from './sentinel-watch.js'
+import type { RedisBusOptions } from './redis-bus-options.js'
+import { createPrimaryVouching } from './primary-vouching.js'
+import { createCatchUp } from './catch-up.js'
+import { createHeartbeat } from './heartbeat.js'
 
 /**
- * The invalidation bus over Redis pub/sub, made strict, from five parts: the subscriber
- * connection (subscriber.ts), the lease and trust arithmetic (lease.ts), the node registry
- * (registry.ts), publish with acknowledgements (publisher.ts) and the authenticated
- * messages (messages.ts, received by inbox.ts). This file wires them: epochs, the tick.
+ * The invalidation bus over Redis pub/sub, made strict: the subscriber (subscriber.ts), the
+ * lease (lease.ts) and its tick (heartbeat.ts), the node registry (registry.ts), publish with
+ * acknowledgements (publisher.ts), the authenticated messages (messages.ts, inbox.ts), the
+ * catch-up after a new subscription (catch-up.ts) and, with Sentinel, the primary's vouching
+ * (primary-vouching.ts). This file wires them, and keeps the epochs.
  * See "Many nodes over Redis" in the README for the guarantee and what it rests on.
  */
-export interface RedisBusOptions {
-  /** how to reach Redis: one server by URL, or the primary Sentinel names (`url` is short for `{ kind: 'url', url }`) */
-  connection?: RedisConnection
-  url?: string
-  leaseMs: number
-  logger: Logger
-  metrics: Metrics
-  /** from the JWT key material (messages.ts deriveBusKeys): every node has it, Redis does not */
-  keys: BusKey[]
-  /** channel and key prefix; all nodes of one deployment share it (default `chat-auth`) */
-  prefix?: string
-  /** this node's id on the bus (default: random) */
-  nodeId?: string
-  /**
-   * The store's record of committed changes: with it, a new subscription catches up on what
-   * it may have missed instead of flushing the caches (see `catchUp` below). Without it,
-   * every new subscription flushes.
-   */
-  changeLog?: ChangeLog
-  /**
-   * UNSAFE — only for the chaos test that proves its checker bites (through its own entry
-   * point, never the configuration): do not flush the caches on a new epoch, and trust a
-   * new subscription without catching up.
-   */
-  unsafeNoEpochFlush?: boolean
-  /**
-   * UNSAFE — only for the chaos test's Sentinel mutant (same entry point): trust the
-   * subscribed server without asking the sentinels, and answer writes without confirming
-   * the primary.
-   */
-  unsafeNoPrimaryCheck?: boolean
-  /**
-   * UNSAFE — the chaos test's second mutant: a catch-up that reads from where the new
-   * subscription starts instead of from the previous horizon, so it skips every change
-   * committed while the channel was lost.
-   */
-  unsafeCatchUpSkipsWindow?: boolean
-}
-
-const CATCH_UP_RETRY_MS = 250
+export type { RedisBusOptions }
 
 export interface RedisBus extends InvalidationBus {
   readonly nodeId: string
@@ -74,8 +37,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const changesChannel = `${prefix}:changes`
   const ackChannelOf = (node: string) => `${prefix}:ack:${node}`
   const ackChannel = ackChannelOf(nodeId)
-  const tickMs = Math.max(10, Math.floor(leaseMs / 4))
-  const deadAfterMs = leaseMs * 2
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
 
   const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
@@ -86,14 +47,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   let closed = false
   let started = false
   let epoch = 0
-  let lastTick = now()
-  let tickTimer: NodeJS.Timeout | undefined
-  // Catch-up state. `horizon`: every change committed after the last completed catch-up (or
-  // flush) read the log has a transaction id at or above it. `subscription` counts confirmed
-  // subscriptions; `caughtUp` says the current one has caught up (trust needs it).
-  let horizon: string | undefined
-  let subscription = 0
-  let caughtUp = false
 
   const warnThrottled = throttledLog(log, now)
 
@@ -104,91 +57,14 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     options.unsafeNoPrimaryCheck === true,
   )
   if (options.unsafeNoEpochFlush) log.warn('UNSAFE: caches are not flushed on a new epoch (chaos-test entry point)')
-  if (options.unsafeCatchUpSkipsWindow) log.warn('UNSAFE: the catch-up skips what was committed while the channel was lost (chaos-test entry point)')
-  const catchUps = options.metrics.counter('chat_auth_bus_catch_ups_total', 'Catch-ups from the change log after a new subscription, by outcome', ['outcome'])
-  const caughtUpChanges = options.metrics.counter('chat_auth_bus_catch_up_changes_total', 'Changes applied by catch-ups from the change log')
-
-  // ── Redis Sentinel: which server is the primary (sentinel-watch.ts) ──────
-  let subscribedAddress: string | undefined
-  const watch: SentinelWatch | undefined =
-    connection.kind === 'sentinel' && !options.unsafeNoPrimaryCheck
-      ? createSentinelWatch({
-          connection,
-          leaseMs,
-          queryTimeoutMs: leaseMs,
-          now,
-          onPrimaryChanged(address) {
-            // What the caches hold may predate changes published on the new primary.
-            newEpoch('primary_changed')
-            log.warn({ primary: address }, address === undefined ? 'no majority of sentinels names a primary' : 'the sentinels name a new primary')
-            leaveFormerPrimary()
-          },
-          onError(error) {
-            count.error('sentinel')
-            warnThrottled('redis sentinel connection error', { err: error.message })
-          },
-        })
-      : undefined
-  if (options.unsafeNoPrimaryCheck) log.warn('UNSAFE: the primary is not checked with the sentinels (chaos-test entry point)')
-
-  /** With Sentinel: only while a majority of sentinels, asked within a lease, name the server we are subscribed to. */
-  const primaryVouched = (at: number): boolean => watch === undefined || (subscribedAddress !== undefined && subscribedAddress === watch.primaryAddress() && at < watch.vouchedUntil())
+  const catchUp = createCatchUp({ ...options, log, warn: warnThrottled, isClosed: () => closed, deliver, newEpoch })
+  const connections = () => ({ subscriber, registry })
+  const primary = createPrimaryVouching({ ...options, connection, now, log, warn: warnThrottled, newEpoch, connections, countError: () => count.error('sentinel') })
 
   const trusted = (): boolean => {
-    if (closed || !caughtUp) return false
+    if (closed || !catchUp.caughtUp()) return false
     const at = now()
-    return trust.trustedAt(at) && primaryVouched(at)
-  }
-
-  /** Connections on a server the sentinels no longer name are dropped; ioredis asks them again. */
-  function leaveFormerPrimary(): void {
-    const primary = watch?.primaryAddress()
-    if (primary === undefined) return
-    if (subscriber.isSubscribed() && subscribedAddress !== primary) subscriber.drop('primary_changed')
-    const commandAddress = registry.address()
-    if (commandAddress !== undefined && commandAddress !== primary) registry.reconnect()
-  }
-
-  /**
-   * After a new subscription is confirmed, learn from the store every change that may have
-   * been missed while there was none, then trust the caches again, keeping every entry that
-   * did not change. Correct because the read starts after the subscription was confirmed:
-   * a change committed after the read is published after it, so it reaches us on this
-   * subscription (or the next catch-up has it: its xid is at or above the new horizon);
-   * one committed before it is in the read (if its xid is at or above the previous horizon)
-   * or was in an earlier read or flush. Fills in flight are settled by their tickets: each
-   * change applied here counts as a change of its key. When the read cannot prove it is
-   * complete (first subscription, rows pruned, too many), flush: the horizon is taken before
-   * the flush, so every fill after it read a store at least as new.
-   */
-  async function catchUp(changeLog: ChangeLog, current: number): Promise<void> {
-    while (!closed && current === subscription) {
-      try {
-        const read = await changeLog.since(options.unsafeCatchUpSkipsWindow && horizon !== undefined ? undefined : horizon)
-        if (closed || current !== subscription) return // lost meanwhile: the next subscription reads from the same horizon
-        if (options.unsafeCatchUpSkipsWindow && horizon !== undefined) {
-          horizon = read.horizon
-        } else if (read.complete) {
-          for (const change of read.changes) deliver(change)
-          caughtUpChanges(undefined, read.changes.length)
-          catchUps({ outcome: 'complete' })
-          log.info({ changes: read.changes.length }, 'caught up from the change log')
-          horizon = read.horizon
-        } else {
-          const first = horizon === undefined
-          horizon = read.horizon
-          catchUps({ outcome: first ? 'first' : 'incomplete' })
-          if (!first) log.warn('change log cannot prove the catch-up complete: flushing caches')
-          newEpoch(first ? 'subscribed' : 'catch_up_incomplete')
-        }
-        caughtUp = true
-        return
-      } catch (error) {
-        catchUps({ outcome: 'failed' })
-        warnThrottled('catch-up from the change log failed; retrying (the caches stay untrusted)', { err: (error as Error).message })
-        await sleep(CATCH_UP_RETRY_MS)
-      }
-    }
+    return trust.trustedAt(at) && primary.vouched(at)
   }
 
   function newEpoch(reason: string): void {
@@ -243,7 +119,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     writerWaitMs: writerWaitMs(leaseMs),
     youthMs: youthMs(leaseMs),
     publishTimeoutMs: Math.max(1000, leaseMs * 2),
-    ...(watch ? { confirmPrimary: watch.confirm } : {}),
+    ...(primary.confirm ? { confirmPrimary: primary.confirm } : {}),
     now,
     onRetry: (error) => {
       count.error('publish_retry')
@@ -275,14 +151,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
         // From here on every change reaches us; what the caches hold from before may not
         // have been followed, and fills in flight may have read before a change we missed.
         trust.subscribed(runId)
-        subscribedAddress = address
-        const current = ++subscription
-        caughtUp = false
-        if (options.changeLog && !options.unsafeNoEpochFlush) void catchUp(options.changeLog, current)
-        else {
-          newEpoch('subscribed')
-          caughtUp = true
-        }
+        primary.subscribedTo(address)
+        catchUp.subscribed()
         log.info({ runId }, 'invalidation channel subscribed')
         ping()
         if (!trust.registeredAt(now()) || trust.until() === 0) registry.renew()
@@ -295,13 +165,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       lost(reason, error) {
         const wasSubscribed = trust.isSubscribed()
         trust.lost()
-        subscribedAddress = undefined
+        primary.subscribedTo(undefined)
         count.reconnect(reason)
         if (wasSubscribed) log.warn({ reason, err: error?.message }, 'invalidation channel lost')
         else warnThrottled('invalidation channel unavailable', { reason, err: error?.message })
-        caughtUp = false
-        // With a change log the caches are kept, untrusted, until the next subscription catches up.
-        if (!options.changeLog) newEpoch(reason)
+        catchUp.lost(reason)
       },
       error(error) {
         count.error('connection')
@@ -311,28 +179,16 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     now,
   )
 
-  function ping(): void {
-    const at = now()
-    if (subscriber.ping()) trust.pingSent(at)
-  }
-
-  function tick(): void {
-    const at = now()
-    // After a stall (SIGSTOP, a long GC) the socket may hold pongs not yet read: look again next tick.
-    const stalled = at - lastTick > tickMs * 3 + 50
-    lastTick = at
-    registry.renew()
-    watch?.poll()
-    if (stalled) return
-    leaveFormerPrimary()
-    if (!subscriber.isSubscribed()) {
-      if (at - subscriber.openedAt() > connectTimeoutMs) subscriber.drop('subscribe_timeout')
-      return
-    }
-    const oldest = trust.oldestPing()
-    if (oldest !== undefined && at - oldest > deadAfterMs) return subscriber.drop('pongs_missed')
-    ping()
-  }
+  const heartbeat = createHeartbeat({
+    leaseMs,
+    connectTimeoutMs,
+    now,
+    trust,
+    subscriber,
+    always: () => (registry.renew(), primary.poll()),
+    timely: () => primary.leaveFormerPrimary(),
+  })
+  const ping = heartbeat.ping
 
   return {
     nodeId,
@@ -341,8 +197,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       started = true
       registry.connect()
       subscriber.start()
-      watch?.poll()
-      tickTimer = setInterval(tick, tickMs)
+      primary.poll()
+      heartbeat.start()
       // A node may serve (from the store) before the channel vouches for its cache; give it
       // a moment to do so, but never refuse to start because Redis is away.
       const until = now() + Math.max(2000, leaseMs * 4)
@@ -366,7 +222,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       if (closed) return
       // Stop trusting before leaving the registry: writers stop waiting for us from then on.
       closed = true
-      if (tickTimer) clearInterval(tickTimer)
+      heartbeat.stop()
       await publisher.drain()
       publisher.close()
       await withTimeout(registry.deregister(), 500).catch((error: Error) => log.warn({ err: error.message }, 'could not leave the registry; the entry expires'))
@@ -374,7 +230,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       trust.lost()
       newEpoch('closed')
       registry.close()
-      watch?.close()
+      primary.close()
     },
   }
 }

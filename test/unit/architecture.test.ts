@@ -70,3 +70,8 @@ t.test('routes never call the publishing writes of the store: they go through ch
 t.test('only config.ts reads process.env', async (t) => {
   t.same(src.filter((f) => f !== 'src/config.ts' && /process\.env\b/.test(readFileSync(join(ROOT, f), 'utf8'))), [])
 })
+
+t.test('every file in src/bus/ is at most 250 lines (one job each)', async (t) => {
+  const long = src.filter((f) => inside(f, 'src/bus')).filter((f) => readFileSync(join(ROOT, f), 'utf8').split('\n').length - 1 > 250)
+  t.same(long, [])
+})
