@@ -80,7 +80,7 @@ t.test('the plugin joins the gateway over PostgreSQL and Redis, and closes its n
 })
 
 t.test("the README's plugin example lets the process exit once the app is closed", async (t) => {
-  const example = readFileSync(new URL('../README.md', import.meta.url), 'utf8').match(/```ts\n([\s\S]*?)```/)![1]!
+  const example = [...readFileSync(new URL('../README.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
   t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the README registers the plugin with the configuration')
   // The README's wiring, then a close: the process must end by itself (nothing left open).
   const script = `
