@@ -67,7 +67,7 @@ export interface GatewayOptions {
   /** timing of the outbox relay (tests) */
   outboxRelay?: Pick<OutboxRelayOptions, 'intervalMs' | 'minAgeMs' | 'maxBackoffMs'>
   /** extra Redis bus options for test entry points (the chaos test's unsafe switch); never from the configuration */
-  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow'>
+  redisBus?: Pick<RedisBusOptions, 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow' | 'unsafeHorizonIgnoresOutbox' | 'horizonAdvanceMs'>
   /**
    * UNSAFE — the chaos test's mutant for revoked jtis: the catch-up after a reconnect leaves
    * out the tokens revoked meanwhile (as if they were not in the change log). Never from the
@@ -107,7 +107,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     const keyring = createKeyring(config.jwt, jwtKeys)
     const { adminTokenHash, generatedAdminToken } = await adminToken(config, store)
 
-    const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, CATCH_UP_LIMIT) }
+    const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, CATCH_UP_LIMIT), bound: () => store.horizonBound() }
     if (options.unsafeCatchUpIgnoresRevokedTokens) {
       logger.warn('UNSAFE: the catch-up leaves out revoked tokens (chaos-test entry point)')
       changeLog.since = async (horizon) => {
@@ -260,7 +260,7 @@ async function createConfiguredBus(
   logger: Logger,
   metrics: Metrics,
   jwtKeys: JwtKeyConfig[],
-  extra: Pick<RedisBusOptions, 'changeLog' | 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow'>,
+  extra: Pick<RedisBusOptions, 'changeLog' | 'unsafeNoEpochFlush' | 'unsafeNoPrimaryCheck' | 'unsafeCatchUpSkipsWindow' | 'unsafeHorizonIgnoresOutbox' | 'horizonAdvanceMs'>,
 ): Promise<InvalidationBus> {
   if (!config.redis) return createMemoryBus()
   const { createRedisBus } = await import('./bus/redis-bus.js')

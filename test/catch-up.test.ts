@@ -26,7 +26,7 @@ const LEASE_MS = 200
 const logger = pino({ level: 'silent' })
 const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'catch-up-test-secret-of-at-least-32-bytes' }])
 
-async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSkipsWindow'> = {}) {
+async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSkipsWindow' | 'unsafeHorizonIgnoresOutbox'> = {}, catchUpLimit = 1000) {
   const db = createPostgresDb(await freshPostgresDatabase(t))
   t.teardown(() => db.close())
   await migrate(db)
@@ -37,10 +37,10 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   for (const externalId of ['a', 'b', 'c']) users.push((await store.createUserIfAbsent(company.id, externalId, null))!)
 
   const prefix = `chat-auth-catch-up-${randomBytes(4).toString('hex')}`
-  const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, 1000) }
+  const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, catchUpLimit), bound: () => store.horizonBound() }
   const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
   t.teardown(() => proxy.close())
-  const bus = (url: string, metrics: Metrics, extra = {}) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog, ...extra })
+  const bus = (url: string, metrics: Metrics, extra = {}) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog, horizonAdvanceMs: LEASE_MS, ...extra })
   const writerBus = bus(REDIS_URL, new Metrics())
   const readerMetrics = new Metrics()
   const readerBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, unsafe)
@@ -52,6 +52,13 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   return { store, company, users, proxy, readerBus, readerMetrics, states, changes }
 }
 
+const counter = async (metrics: Metrics, name: string) => Number((await metrics.render()).match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1] ?? 0)
+/** Waits until the reader has tried to advance its horizon twice more (not failed): at least one read the store after now. */
+async function horizonAdvancedAfterNow(metrics: Metrics, outcomes = ['advanced', 'held']) {
+  const tries = async () => (await Promise.all(outcomes.map((o) => counter(metrics, `chat_auth_bus_horizon_advances_total\\{outcome="${o}"\\}`)))).reduce((a, b) => a + b, 0)
+  const before = await tries()
+  await waitFor('the horizon advance to run twice', async () => (await tries()) >= before + 2, { timeoutMs: 10_000, everyMs: 20 })
+}
 const caughtUpChanges = async (metrics: Metrics) => Number((await metrics.render()).match(/chat_auth_bus_catch_up_changes_total (\d+)/)?.[1] ?? 0)
 
 t.test('a node cut off while a user is invalidated catches up on that user and keeps the rest of its cache', async (t) => {
@@ -83,4 +90,51 @@ t.test('the mutant catch-up that skips the window it was away serves the revoked
   await waitFor('the reader to trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
   const served = await s.states.user(s.users[0]!.id)
   t.ok(served !== undefined && served.tokenVersion < invalidated.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${invalidated.tokenVersion} was acknowledged`)
+})
+
+t.test('after a subscription longer than the prune age and the row limit, a blip still catches up instead of flushing', async (t) => {
+  // Catch-up limit 3 rows; the log is pruned of rows older than 300 ms. Before the horizon
+  // moved while subscribed, the horizon was the first subscription's, so this flushed.
+  const s = await scenario(t, {}, 3)
+  const epoch = s.readerBus.health().epoch
+  for (let i = 0; i < 5; i++) await s.changes.invalidateTokens(s.company.id, s.users[2]!.id)
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  t.ok((await s.store.pruneChangeLog(300)) >= 5, 'the changes made while subscribed were pruned from the log')
+  await horizonAdvancedAfterNow(s.readerMetrics)
+  for (const user of s.users) await s.states.user(user.id)
+  t.equal(s.states.caches.users.size, 3, 'every user is cached')
+
+  await s.proxy.blackhole(':sub:')
+  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
+  t.equal(s.readerBus.trusted(), false, 'when the invalidation answers, the reader no longer trusts its cache')
+  await waitFor('the reader to reconnect, catch up and trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
+  t.equal(s.readerBus.health().epoch, epoch, 'no flush: the same epoch')
+  t.ok((await counter(s.readerMetrics, 'chat_auth_bus_catch_ups_total\\{outcome="complete"\\}')) >= 1, 'the catch-up was complete')
+  t.equal(await counter(s.readerMetrics, 'chat_auth_bus_catch_ups_total\\{outcome="incomplete"\\}'), 0, 'never incomplete')
+  t.equal(s.states.caches.users.get(s.users[0]!.id), undefined, 'the invalidated user was evicted')
+  t.ok(s.states.caches.users.get(s.users[1]!.id) && s.states.caches.users.get(s.users[2]!.id), 'the others stayed cached')
+  t.equal((await s.states.user(s.users[0]!.id))?.tokenVersion, invalidated.tokenVersion, 'the old token version is refused: the next read has the new one')
+})
+
+/** A change committed whose publish never happened: its outbox row stays (no relay runs here). */
+async function unpublishedChangeThenBlip(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeHorizonIgnoresOutbox'>) {
+  const s = await scenario(t, unsafe)
+  for (const user of s.users) await s.states.user(user.id)
+  const unpublished = (await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id))!
+  await horizonAdvancedAfterNow(s.readerMetrics)
+  t.ok(s.states.caches.users.get(s.users[0]!.id), 'the reader never heard of the change')
+  await s.proxy.blackhole(':sub:')
+  await waitFor('the reader to lose the channel', () => !s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
+  await waitFor('the reader to reconnect, catch up and trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
+  return { s, served: await s.states.user(s.users[0]!.id), unpublished }
+}
+
+t.test('a change whose publish is not confirmed holds the horizon back: the next catch-up has it', async (t) => {
+  const { served, unpublished } = await unpublishedChangeThenBlip(t, {})
+  t.equal(served?.tokenVersion, unpublished.tokenVersion, 'after the blip the reader serves the new version')
+})
+
+t.test('the mutant horizon that ignores the outbox skips that change (the check above bites)', async (t) => {
+  const { served, unpublished } = await unpublishedChangeThenBlip(t, { unsafeHorizonIgnoresOutbox: true })
+  t.ok(served !== undefined && served.tokenVersion < unpublished.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${unpublished.tokenVersion} committed`)
 })

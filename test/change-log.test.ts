@@ -134,3 +134,22 @@ storeIndependentTest('commit order: a transaction that took its number first and
   t.equal(next.complete, true)
   t.ok(ids(next.changes).includes(`user:${slow.id}@${slow.revision}`), 'the read from the horizon returns A')
 })
+
+t.test('horizonBound: the snapshot xmin, the smallest xid of an unconfirmed change, and rows without one', async (t) => {
+  const db = await sharedDb(t)
+  await migrate(db)
+  const { store, company, users } = await tenant(db)
+  for (const row of await store.dueOutbox(-1_000_000, 1000)) await store.deleteOutbox([row.id])
+
+  const empty = await store.horizonBound()
+  t.equal(empty.outboxXmin, undefined, 'no outbox row: nothing unconfirmed')
+  t.equal(empty.outboxWithoutXid, false)
+  const written = (await store.incrementTokenVersion(company.id, users[0]!.id))!
+  const pending = await store.horizonBound()
+  t.ok(pending.outboxXmin !== undefined && BigInt(pending.outboxXmin) >= BigInt(empty.snapshotXmin), 'the unconfirmed change has an xid at or above the earlier xmin')
+  await store.deleteOutbox([written.outboxId])
+  t.equal((await store.horizonBound()).outboxXmin, undefined, 'confirmed: the bound is the snapshot again')
+
+  await db.query(`INSERT INTO change_outbox (kind, key, xid) VALUES ('user', 'old', NULL)`)
+  t.equal((await store.horizonBound()).outboxWithoutXid, true, 'a row from before migration 006 has no xid: nothing is known')
+})

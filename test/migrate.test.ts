@@ -26,7 +26,9 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
   const tables = await db.query<{ table_name: string }>(
     `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
   )
-  t.same(tables.map((r) => r.table_name), ['agent', 'api_key', 'change_log', 'change_log_pruned', 'change_outbox', 'company', 'customer_user', 'gateway_secret', 'schema_migration'])
+  t.same(tables.map((r) => r.table_name), ['agent', 'api_key', 'change_log', 'change_log_pruned', 'change_outbox', 'company', 'customer_user', 'event', 'gateway_secret', 'revoked_token', 'schema_migration'])
+  const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_outbox' AND column_name = 'xid'`)
+  t.same(xid.map((r) => r.data_type), ['xid8'], 'change_outbox records the writing transaction (006)')
 })
 
 t.test('token_version never decreases, whatever writes the row', async (t) => {

@@ -42,6 +42,17 @@ export interface ChangeLog {
    * them all: the caller must flush instead.
    */
   since(horizon: string | undefined): Promise<{ complete: boolean; horizon: string; changes: RowChanged[] }>
+  /** What bounds a horizon advanced while subscribed (bus/catch-up.ts); without it the horizon moves only at a catch-up. */
+  bound?(): Promise<HorizonBound>
+}
+
+export interface HorizonBound {
+  /** pg_snapshot_xmin of the read's snapshot: every transaction below it had finished */
+  snapshotXmin: string
+  /** the smallest transaction id of a change whose publish is not confirmed yet (an outbox row); undefined: none */
+  outboxXmin: string | undefined
+  /** an outbox row has no transaction id: nothing is known, the horizon stays */
+  outboxWithoutXid: boolean
 }
 
 export interface BusHealth {

@@ -42,4 +42,12 @@ export interface RedisBusOptions {
    * committed while the channel was lost.
    */
   unsafeCatchUpSkipsWindow?: boolean
+  /**
+   * UNSAFE — the chaos test's mutant of the horizon advance: move the horizon to the
+   * snapshot's xmin while subscribed, ignoring changes whose publish is not confirmed (the
+   * outbox) and without the PING round trip.
+   */
+  unsafeHorizonIgnoresOutbox?: boolean
+  /** how often a caught-up subscription advances its catch-up horizon (default 5 s, at least a lease; tests shorten it) */
+  horizonAdvanceMs?: number
 }

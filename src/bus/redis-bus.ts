@@ -53,11 +53,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const count = createBusMetrics(
     options.metrics,
     { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch },
-    options.unsafeNoEpochFlush === true || options.unsafeCatchUpSkipsWindow === true,
+    options.unsafeNoEpochFlush === true || options.unsafeCatchUpSkipsWindow === true || options.unsafeHorizonIgnoresOutbox === true,
     options.unsafeNoPrimaryCheck === true,
   )
   if (options.unsafeNoEpochFlush) log.warn('UNSAFE: caches are not flushed on a new epoch (chaos-test entry point)')
-  const catchUp = createCatchUp({ ...options, log, warn: warnThrottled, isClosed: () => closed, deliver, newEpoch })
+  const catchUp = createCatchUp({ ...options, log, warn: warnThrottled, isClosed: () => closed, deliver, newEpoch, roundTrip: () => subscriber.roundTrip() })
   const connections = () => ({ subscriber, registry })
   const primary = createPrimaryVouching({ ...options, connection, now, log, warn: warnThrottled, newEpoch, connections, countError: () => count.error('sentinel') })
 
@@ -223,6 +223,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       // Stop trusting before leaving the registry: writers stop waiting for us from then on.
       closed = true
       heartbeat.stop()
+      catchUp.close()
       await publisher.drain()
       publisher.close()
       await withTimeout(registry.deregister(), 500).catch((error: Error) => log.warn({ err: error.message }, 'could not leave the registry; the entry expires'))

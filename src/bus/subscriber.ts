@@ -38,6 +38,11 @@ export interface Subscriber {
   start(): void
   /** Sends a PING on the subscribed connection; false when there is none to send it on. */
   ping(): boolean
+  /**
+   * One PING not counted by the lease: true once its PONG came back on a live connection, so
+   * every message Redis sent on it before was handled (the same order the lease relies on).
+   */
+  roundTrip(): Promise<boolean>
   /** Gives up on the current connection (pongs missed, subscribe too slow). */
   drop(reason: string): void
   /** monotonic time the current connection was opened at */
@@ -123,6 +128,14 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
         (error: Error) => lose(conn, 'ping_failed', error),
       )
       return true
+    },
+    roundTrip() {
+      const conn = current
+      if (!conn || conn.dead || !conn.subscribed) return Promise.resolve(false)
+      return conn.redis.ping().then(
+        () => !conn.dead,
+        (error: Error) => (lose(conn, 'ping_failed', error), false),
+      )
     },
     drop(reason) {
       if (current) lose(current, reason)

@@ -13,7 +13,7 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
 /** The mutant runs' nodes: `chat-auth serve`, less one defence (see the file). */
 const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens'
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'horizon-ignores-outbox'
 
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
   if (!options.mutant) return startGatewayProcess(env, { name })
@@ -647,6 +647,7 @@ for (const [mutant, what] of [
   ['no-epoch-flush', 'with no cache flush and no catch-up on reconnect'],
   ['catch-up-skips-window', 'with a catch-up that skips what was committed while the channel was lost'],
   ['catch-up-ignores-revoked-tokens', 'with a catch-up that leaves out the tokens revoked while the channel was lost'],
+  ['horizon-ignores-outbox', 'with a horizon that advances past changes not yet published (ignoring the outbox, no PING round trip)'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), mutant)

@@ -9,6 +9,9 @@
 //   node unsafe-node-host.mjs catch-up-ignores-revoked-tokens
 //                                                     the catch-up leaves out the tokens revoked
 //                                                     (revoke-token) while the channel was lost
+//   node unsafe-node-host.mjs horizon-ignores-outbox   while subscribed, the catch-up horizon moves to the
+//                                                     snapshot's xmin, ignoring unconfirmed publishes (the
+//                                                     outbox) and without the PING round trip
 //   node unsafe-node-host.mjs no-primary-check        (Sentinel) the primary is not checked with the sentinels
 import { loadConfig } from '../../../dist/src/config.js'
 import { createLogger } from '../../../dist/src/logger.js'
@@ -20,6 +23,8 @@ const MUTANTS = {
   'catch-up-skips-window': { redisBus: { unsafeCatchUpSkipsWindow: true } },
   'catch-up-ignores-revoked-tokens': { unsafeCatchUpIgnoresRevokedTokens: true },
   'no-primary-check': { redisBus: { unsafeNoPrimaryCheck: true } },
+  // advancing every lease (not every 5 s) so that a fault falls between an advance and a publish in flight
+  'horizon-ignores-outbox': { redisBus: { unsafeHorizonIgnoresOutbox: true, horizonAdvanceMs: 0 } },
 }
 const unsafe = MUTANTS[process.argv[2]]
 if (!unsafe) throw new Error(`unsafe-node-host: name a mutant: ${Object.keys(MUTANTS).join(', ')}`)
