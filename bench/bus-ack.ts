@@ -23,6 +23,7 @@ import { Redis } from 'ioredis'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { createScratchDatabase } from '../test/support/databases.js'
 import { startRedis } from '../test/support/services.js'
+import { sleep } from '../test/support/poll.js'
 
 const { values } = parseArgs({
   options: {
@@ -97,7 +98,7 @@ async function measure(cli: string, invalidations: number): Promise<{ ackMean: n
     const key = await json(a, 'POST', `/admin/v1/companies/${company.id}/api-keys`, { name: 'bench' }, true)
     const issued = await json(a, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: 'bench-user' })
     // watch only the invalidations: issuing the first token also publishes a change
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
     observer = await watchAcks(redis.url)
     const http: number[] = []
     for (let i = 0; i < invalidations; i++) {

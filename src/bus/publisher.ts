@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../errors.js'
 import type { RowChanged } from './bus.js'
 import type { AckMessage, MessageCodec } from './messages.js'
@@ -150,10 +151,6 @@ export function createPublisher(options: PublisherOptions): Publisher {
       closed = true
     },
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
