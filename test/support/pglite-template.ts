@@ -50,7 +50,7 @@ async function empty(db: Db): Promise<void> {
 
 let cached: Promise<Blob> | undefined
 
-function template(): Promise<Blob> {
+export function template(): Promise<Blob> {
   cached ??= loadOrMakeTemplate()
   return cached
 }
@@ -71,7 +71,7 @@ async function loadOrMakeTemplate(): Promise<Blob> {
   }
 }
 
-async function templateKey(): Promise<string> {
+export async function templateKey(): Promise<string> {
   const hash = createHash('sha256')
   const pglite = JSON.parse(await readFile(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string }
   hash.update(pglite.version)
