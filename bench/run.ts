@@ -61,7 +61,8 @@ Load
 Output
   --json FILE            write every raw result as JSON
   --markdown             print the table as Markdown
-  --smoke                a few seconds end to end: tiny data, 1 round of 1 s, no cluster
+  --smoke                a few seconds end to end: 300 users, 10 connections, 1 round of 0.2 s
+                         after 0.05 s warm-up, 5,000 users and jtis in the heap measurement, no cluster
   --keep                 keep the scratch database and data directories
 `
 
@@ -81,7 +82,7 @@ const { values: args } = parseArgs({
     prepare: { type: 'string', default: 'auto' },
     'cache-size': { type: 'string' },
     'cold-cache-size': { type: 'string' },
-    connections: { type: 'string', default: '50' },
+    connections: { type: 'string' },
     duration: { type: 'string' },
     warmup: { type: 'string' },
     rounds: { type: 'string' },
@@ -109,18 +110,20 @@ if (args.help) {
 const smoke = args.smoke
 const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value))
 const remote = args.url !== undefined && args.url.length > 0
-const users = num(args.users, smoke ? 1000 : 200_000)
+const users = num(args.users, smoke ? 300 : 200_000)
 const opts = {
   users,
   hot: num(args.hot, smoke ? 500 : 10_000),
   cacheSize: num(args['cache-size'], 1_000_000),
   coldCacheSize: num(args['cold-cache-size'], Math.max(100, Math.floor(users / 10))),
-  connections: num(args.connections, 50),
-  duration: num(args.duration, smoke ? 1 : 5),
-  warmup: num(args.warmup, smoke ? 0.2 : 1),
+  connections: num(args.connections, smoke ? 10 : 50),
+  duration: num(args.duration, smoke ? 0.2 : 5),
+  warmup: num(args.warmup, smoke ? 0.05 : 1),
   rounds: num(args.rounds, smoke ? 1 : 3),
   cluster: num(args.cluster, smoke || remote ? 0 : 3),
   memoryUsers: num(args['memory-users'], smoke ? 5000 : 1_000_000),
+  // bench/memory.ts's own default (1,000,000) is 2 s of CPU: too much for a smoke run
+  memoryRevoked: smoke ? 5000 : 1_000_000,
   fill: !args['no-fill'] && !remote,
   rateShare: num(args['rate-share'], smoke ? 0 : 0.5),
   revocations: num(args.revocations, 0),
@@ -230,11 +233,12 @@ async function main(): Promise<void> {
   }
 
   // ── baselines: processes of their own, fed the very same requests ──
+  // (started side by side: each start is mostly waiting)
   const start = stableStart(layout)
-  const bare = await startProcess({ name: 'bare', script: DIST + 'bench/baselines/server.js', args: ['bare'], env: {}, port: await freePort() })
-  procs.push(bare)
-  let naive: Proc | undefined
-  let update: Proc | undefined
+  const bareStarting = startProcess({ name: 'bare', script: DIST + 'bench/baselines/server.js', args: ['bare'], env: {}, port: await freePort() })
+  bareStarting.catch(() => {}) // judged below, once the others started too
+  let naiveStarting: Promise<Proc> | undefined
+  let updateStarting: Promise<Proc> | undefined
   if (scratch) {
     let baselineDbUrl = scratch.url
     if (remote || store === 'embedded') {
@@ -244,14 +248,14 @@ async function main(): Promise<void> {
       await copyUsers(db, ds, layout.mixed, layout.mixed + layout.invalidate)
       await db.close()
     }
-    naive = await startProcess({
+    naiveStarting = startProcess({
       name: 'naive',
       script: DIST + 'bench/baselines/server.js',
       args: ['naive'],
       env: { DATABASE_URL: baselineDbUrl, JWT_SECRET: jwtSecret },
       port: await freePort(),
     })
-    procs.push(naive)
+    naiveStarting.catch(() => {})
     const updateEnv: Record<string, string> = { DATABASE_URL: baselineDbUrl }
     if (store === 'embedded' && !remote) {
       // commits on the same kind of store as the node's: a PGlite copy of the invalidate range
@@ -262,18 +266,22 @@ async function main(): Promise<void> {
       await lite.close()
       updateEnv.PGLITE_DIR = liteDir
     }
-    update = await startProcess({ name: 'update', script: DIST + 'bench/baselines/server.js', args: ['update'], env: updateEnv, port: await freePort() })
-    procs.push(update)
+    updateStarting = startProcess({ name: 'update', script: DIST + 'bench/baselines/server.js', args: ['update'], env: updateEnv, port: await freePort() })
     if (remote) notes.push('naive and update baselines ran on this machine against its PostgreSQL, not against the deployment\'s')
   } else {
     notes.push('no PostgreSQL reachable: naive-verifier and UPDATE baselines skipped')
   }
+  // every start settled (what started is stopped at the end) before a failed one fails the run
+  const baselines = await Promise.allSettled([bareStarting, naiveStarting, updateStarting])
+  for (const b of baselines) if (b.status === 'fulfilled' && b.value) procs.push(b.value)
+  for (const b of baselines) if (b.status === 'rejected') throw b.reason
+  const [bare, naive, update] = baselines.map((b) => (b.status === 'fulfilled' ? b.value : undefined)) as [Proc, Proc | undefined, Proc | undefined]
 
   // ── memory: heap per cached user, in a process of its own with --expose-gc ──
   let memory: MemoryResult | undefined
   if (opts.memoryUsers > 0) {
     log(`measuring heap per cached user (${opts.memoryUsers.toLocaleString('en-US')} users in src/cache/states.ts)`)
-    memory = await runMemory(opts.memoryUsers)
+    memory = await runMemory(opts.memoryUsers, opts.memoryRevoked)
   }
 
   const load = (label: string, workload: Workload, target: string[], durationS: number, rate?: number) =>
@@ -455,6 +463,7 @@ async function main(): Promise<void> {
     command: 'npm run bench' + (process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''),
     machine: machineLine(),
     latencyRate,
+    connections: opts.connections,
     settings: `${opts.connections} connections, pipelining 1, ${opts.rounds} round(s) of ${opts.duration} s after ${opts.warmup} s warm-up; medians over rounds`,
     data: `${layout.users.toLocaleString('en-US')} users prepared by ${prepare === 'sql' ? 'INSERT … SELECT generate_series + tokens signed by the kit' : 'the admin API + one POST /rest/v1/auth/token per user'}; hot set ${layout.hot.toLocaleString('en-US')}; store ${remote ? 'remote' : store}; node cache ${opts.cacheSize.toLocaleString('en-US')}, cold node cache ${opts.coldCacheSize.toLocaleString('en-US')}`,
     results,
@@ -506,9 +515,9 @@ async function cacheEntries(url: string): Promise<number | undefined> {
   }
 }
 
-async function runMemory(usersCount: number): Promise<MemoryResult> {
+async function runMemory(usersCount: number, revoked: number): Promise<MemoryResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', DIST + 'bench/memory.js', '--users', String(usersCount), '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--expose-gc', DIST + 'bench/memory.js', '--users', String(usersCount), '--revoked', String(revoked), '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (c: Buffer) => (out += c))
     child.on('exit', (code) => {

@@ -21,10 +21,9 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const json = join(dir, 'result.json')
   // no time limit of its own worth asserting: a shared machine may be slow; tap's timeout bounds it
-  // 300 users, not the smoke default of 1,000: the same scenarios and numbers, a third of the
-  // preparation. No NODE_OPTIONS: tap puts its process tracker there (coverage is off here),
-  // and every process of the kit would load it, doubling their start-up.
-  const run = spawnSync(process.execPath, [script, '--smoke', '--users', '300', '--store', 'pg', '--json', json], {
+  // No NODE_OPTIONS: tap puts its process tracker there (coverage is off here), and every
+  // process of the kit would load it, doubling their start-up.
+  const run = spawnSync(process.execPath, [script, '--smoke', '--store', 'pg', '--json', json], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '' },
     encoding: 'utf8',

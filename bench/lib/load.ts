@@ -131,6 +131,9 @@ export async function runLoad(workload: Workload, options: LoadOptions): Promise
     ...(options.amount !== undefined ? { amount: options.amount } : {}),
     ...(options.rate !== undefined ? { overallRate: options.rate } : {}),
     pipelining: options.pipelining ?? 1,
+    // autocannon ends a run only on a sample tick: at its default of 1 s a 0.2 s run (or a
+    // fill of a few hundred requests) would last a whole second; the kit uses none of its samples
+    sampleInt: Math.max(10, Math.min(100, options.durationS * 100)),
     timeout: options.timeoutS ?? 10,
     requests: [requestTemplate as unknown as autocannon.Request],
   } as unknown as autocannon.Options)

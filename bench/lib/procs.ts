@@ -91,6 +91,19 @@ export async function startProcess(options: StartOptions): Promise<Proc> {
         child.on('message', onMessage)
         child.send({ type: 'memory' })
       }),
-    stop: () => proc.stop(10_000),
+    stop: async () => {
+      // bench/node-host.ts closes its server at once when the IPC channel closes; a SIGTERM
+      // would drain for up to 2 s while the kit's idle keep-alive connections (its fetch
+      // calls) stay open, a pause the bench has no use for. SIGTERM remains the fallback.
+      if (options.ipc && child.connected) {
+        const exited = new Promise<void>((resolve) => {
+          if (!proc.running()) return resolve()
+          child.once('exit', () => resolve())
+        })
+        child.disconnect()
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())])
+      }
+      await proc.stop(10_000)
+    },
   }
 }
