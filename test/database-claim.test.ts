@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify } from './support/helpers.js'
 import { waitFor } from './support/poll.js'
-import { startGatewayProcess } from './support/processes.js'
+import { startGatewayProcess, type GatewayOptions, type GatewayProcess } from './support/processes.js'
 
 /**
  * No silent stale node: nodes on one PostgreSQL without a shared bus are refused, and a node
@@ -16,10 +16,16 @@ import { startGatewayProcess } from './support/processes.js'
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const prefix = () => `chat-auth-test-claim-${randomBytes(4).toString('hex')}`
 
+/**
+ * A node process. KEEP_ALIVE_TIMEOUT=1: with a keep-alive hint that short, fetch keeps no
+ * idle connection to the node, so stopping it does not wait out its 2 s drain for them.
+ */
+const startNode = (env: Record<string, string>, options: GatewayOptions = {}) => startGatewayProcess({ ADMIN_TOKEN, JWT_SECRET, KEEP_ALIVE_TIMEOUT: '1', ...env }, options)
+
 /** Starts a node process that is expected to refuse to start; its output. */
 async function refusedStart(env: Record<string, string>): Promise<string> {
   try {
-    const node = await startGatewayProcess({ ADMIN_TOKEN, JWT_SECRET, ...env }, { waitFor: 'listening' })
+    const node = await startNode(env, { waitFor: 'listening' })
     await node.stop()
     return 'STARTED'
   } catch (error) {
@@ -41,56 +47,61 @@ const lockHolders = async (databaseUrl: string) => {
   }
 }
 
-// Eleven node processes in all: on a busy 2-core machine that takes minutes.
+// Seven node processes in all: on a busy 2-core machine that takes a minute.
 t.setTimeout(300_000)
 
 if (STORE !== 'postgres') {
   t.pass('the database-claim tests run in the PostgreSQL pass')
 } else {
-  t.test('a second node without REDIS_URL on the same database exits at start, naming REDIS_URL', async (t) => {
+  // One database through the three tests that start node processes: each starts where the
+  // last left it (a lone node holding it), which saves node starts.
+  t.test('one database, nodes with and without Redis', async (t) => {
     const DATABASE_URL = await freshPostgresDatabase(t)
-    const first = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    const output = await refusedStart({ DATABASE_URL })
-    t.not(output, 'STARTED', 'the second node does not start')
-    t.match(output, /exited \(1\)/)
-    t.match(output, /REDIS_URL/, 'the message names REDIS_URL')
-    t.match(output, /another chat-auth node uses this database \(held by: chat-auth node without Redis \(pid \d+/, 'and says who holds the database')
-    t.equal((await fetch(first.url + '/readyz')).status, 200, 'the first node keeps serving')
+    const teardown = t.teardown.bind(t)
+    let lone: GatewayProcess | undefined
 
-    const holders = await lockHolders(DATABASE_URL)
-    t.equal(holders.length, 1)
-    t.equal(holders[0]!.mode, 'ExclusiveLock', 'the node without Redis holds the database exclusively')
+    await t.test('a second node without REDIS_URL on the same database exits at start, naming REDIS_URL', async (t) => {
+      const first = await startNode({ DATABASE_URL }, { teardown })
+      const output = await refusedStart({ DATABASE_URL })
+      t.not(output, 'STARTED', 'the second node does not start')
+      t.match(output, /exited \(1\)/)
+      t.match(output, /REDIS_URL/, 'the message names REDIS_URL')
+      t.match(output, /another chat-auth node uses this database \(held by: chat-auth node without Redis \(pid \d+/, 'and says who holds the database')
+      t.equal((await fetch(first.url + '/readyz')).status, 200, 'the first node keeps serving')
 
-    await first.stop()
-    const next = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    t.equal((await fetch(next.url + '/readyz')).status, 200, 'once the first node stopped, another may take the database')
-  })
+      const holders = await lockHolders(DATABASE_URL)
+      t.equal(holders.length, 1)
+      t.equal(holders[0]!.mode, 'ExclusiveLock', 'the node without Redis holds the database exclusively')
 
-  t.test('an in-process (plugin) gateway on a database a lone node holds is refused, naming REDIS_URL', async (t) => {
-    const DATABASE_URL = await freshPostgresDatabase(t)
-    await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    const config = loadConfig({ DATABASE_URL, JWT_SECRET, LOG_LEVEL: 'silent' })
-    await t.rejects(createGateway(config, { logger: createLogger(config) }), { name: 'DatabaseClaimedError', message: /REDIS_URL/ })
-  })
+      await first.stop()
+      lone = await startNode({ DATABASE_URL }, { teardown })
+      t.equal((await fetch(lone.url + '/readyz')).status, 200, 'once the first node stopped, another may take the database')
+    })
 
-  t.test('nodes with and without Redis on the same database are refused, whichever starts first', async (t) => {
-    const DATABASE_URL = await freshPostgresDatabase(t)
-    const solo = await startGatewayProcess({ DATABASE_URL, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    const withRedis = await refusedStart({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: prefix() })
-    t.match(withRedis, /a chat-auth node without REDIS_URL runs on this database/, 'a Redis node is refused next to a lone node')
-    t.match(withRedis, /set REDIS_URL on every node/)
-    await solo.stop()
+    await t.test('an in-process (plugin) gateway on a database a lone node holds is refused, naming REDIS_URL', async (t) => {
+      t.ok(lone, 'the lone node of the test above holds the database')
+      const config = loadConfig({ DATABASE_URL, JWT_SECRET, LOG_LEVEL: 'silent' })
+      await t.rejects(createGateway(config, { logger: createLogger(config) }), { name: 'DatabaseClaimedError', message: /REDIS_URL/ })
+    })
 
-    const redisPrefix = prefix()
-    const redisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    const secondRedisNode = await startGatewayProcess({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, ADMIN_TOKEN, JWT_SECRET }, { teardown: t.teardown.bind(t) })
-    await waitFor('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status, { until: (status) => status === 200, timeoutMs: 10_000 })
-    t.pass('nodes with Redis share the database')
-    t.same((await lockHolders(DATABASE_URL)).map((h) => h.mode), ['ShareLock', 'ShareLock'], 'each holds it shared')
-    const lone = await refusedStart({ DATABASE_URL })
-    t.match(lone, /another chat-auth node uses this database/, 'a lone node is refused next to Redis nodes')
-    t.match(lone, /REDIS_URL/)
-    t.equal((await fetch(redisNode.url + '/readyz')).status, 200)
+    await t.test('nodes with and without Redis on the same database are refused, whichever starts first', async (t) => {
+      t.ok(lone, 'the lone node of the first test holds the database')
+      const withRedis = await refusedStart({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: prefix() })
+      t.match(withRedis, /a chat-auth node without REDIS_URL runs on this database/, 'a Redis node is refused next to a lone node')
+      t.match(withRedis, /set REDIS_URL on every node/)
+      await lone?.stop()
+
+      const redisPrefix = prefix()
+      const redisNode = await startNode({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix }, { teardown })
+      const secondRedisNode = await startNode({ DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix }, { teardown })
+      await waitFor('the second Redis node to be ready', async () => (await fetch(secondRedisNode.url + '/readyz')).status, { until: (status) => status === 200, timeoutMs: 10_000 })
+      t.pass('nodes with Redis share the database')
+      t.same((await lockHolders(DATABASE_URL)).map((h) => h.mode), ['ShareLock', 'ShareLock'], 'each holds it shared')
+      const loneAgain = await refusedStart({ DATABASE_URL })
+      t.match(loneAgain, /another chat-auth node uses this database/, 'a lone node is refused next to Redis nodes')
+      t.match(loneAgain, /REDIS_URL/)
+      t.equal((await fetch(redisNode.url + '/readyz')).status, 200)
+    })
   })
 
   t.test('a node that loses its claim stops serving from its cache, refuses writes, and flushes when it has the claim back', async (t) => {
