@@ -1,11 +1,9 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createPgliteDb } from '../src/store/db.js'
-import { ADMIN_TOKEN, JWT_SECRET, STORE, type Teardown } from './support/helpers.js'
+import { ADMIN_TOKEN, JWT_SECRET, STORE } from './support/helpers.js'
+import { migratedDataDir } from './support/pglite-data-dir.js'
 import { startGatewayProcess } from './support/processes.js'
 
 /**
@@ -14,12 +12,6 @@ import { startGatewayProcess } from './support/processes.js'
  * PGlite only, so this file runs once, in the PGlite pass.
  */
 const CLI = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url))
-
-async function dataDir(t: Teardown): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'chat-auth-lock-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  return dir
-}
 
 const admin = (base: string, method: string, path: string, body?: unknown) =>
   fetch(base + path, {
@@ -35,7 +27,9 @@ if (STORE !== 'pglite') {
   t.pass('the DATA_DIR lock tests run in the PGlite pass')
 } else {
   t.test('a second process on the same DATA_DIR exits at start naming the owner; a kill -9 leaves no lock behind', async (t) => {
-    const DATA_DIR = await dataDir(t)
+    // The lock is taken before the store opens, whether the folder is empty or holds a store:
+    // these tests start on a migrated one, not on seconds of initdb each.
+    const DATA_DIR = await migratedDataDir(t)
     const env = { DATA_DIR, ADMIN_TOKEN, JWT_SECRET }
     const first = await startGatewayProcess(env, { teardown: t.teardown.bind(t), timeoutMs: 180_000 })
     const created = await admin(first.url, 'POST', '/admin/v1/companies', { name: 'Kept' })
@@ -63,7 +57,7 @@ if (STORE !== 'pglite') {
   })
 
   t.test('in one process too, a folder opens once at a time', async (t) => {
-    const dir = await dataDir(t)
+    const dir = await migratedDataDir(t)
     const db = await createPgliteDb(dir)
     await t.rejects(createPgliteDb(dir), { name: 'DataDirInUseError', message: new RegExp(`\\(pid ${process.pid}\\)`) })
     await db.close()
@@ -73,7 +67,7 @@ if (STORE !== 'pglite') {
   })
 
   t.test('concurrent starts on one folder: exactly one wins', async (t) => {
-    const dir = await dataDir(t)
+    const dir = await migratedDataDir(t)
     const results = await Promise.allSettled([createPgliteDb(dir), createPgliteDb(dir), createPgliteDb(dir)])
     const opened = results.filter((r) => r.status === 'fulfilled')
     t.equal(opened.length, 1, 'one opens the folder')
