@@ -1,17 +1,16 @@
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { type Teardown, createTenant, freshPostgresDatabase, issueToken, startApp, STORE, verify } from './support/helpers.js'
 import { admin, call, verify as verifyOverHttp } from './support/http-client.js'
+import { migratedDataDir } from './support/pglite-data-dir.js'
 import { startGatewayProcess } from './support/processes.js'
 
-/** A store that outlives the node: a folder for PGlite, a database for PostgreSQL. */
+/**
+ * A store that outlives the node: a folder for PGlite (migrated already: what the tests
+ * restart is the node, not the store's first start), a database for PostgreSQL.
+ */
 async function durableStore(t: Teardown): Promise<Record<string, string>> {
   if (STORE === 'postgres') return { DATABASE_URL: await freshPostgresDatabase(t) }
-  const dir = await mkdtemp(join(tmpdir(), 'chat-auth-test-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  return { DATA_DIR: dir }
+  return { DATA_DIR: await migratedDataDir(t) }
 }
 
 t.test('tokens signed with the generated key still verify after a restart', async (t) => {
