@@ -134,7 +134,9 @@ t.test(`[${STORE}] every publishing write leaves exactly one outbox row until it
 
 t.test(`[${STORE}] one node: a change whose publish failed reaches the cache through the relay`, async (t) => {
   const bus = flakyBus()
-  const node = await startApp(t, {}, { db: await sharedDb(t), bus, outboxRelay: { maxBackoffMs: 500 } })
+  // A row is the relay's once 500 ms old (not 2 s): each wait below for the relay is that
+  // long; the verifications that must come before it follow their write within milliseconds.
+  const node = await startApp(t, {}, { db: await sharedDb(t), bus, outboxRelay: { intervalMs: 50, minAgeMs: 500, maxBackoffMs: 200 } })
   const tenant = await createTenant(node)
   const { token, user } = await issueToken(node, tenant, 'carol')
   t.equal((await verify(node, token)).statusCode, 200, 'the token is good, and its user is cached')
@@ -170,9 +172,13 @@ storeIndependentTest('two nodes over PostgreSQL and Redis: changes a writer neve
   t.teardown(() => proxy.close())
   const databaseUrl = await freshPostgresDatabase(t)
   const env = { DATABASE_URL: databaseUrl, CACHE_LEASE_MS: '500' }
-  // The writer reaches Redis through a proxy the test controls; the reader directly.
-  const writer = await startApp(t, { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` })
-  const reader = await startApp(t, { ...env, REDIS_URL: redis.url })
+  // The writer reaches Redis through a proxy the test controls; the reader directly. Relay
+  // rounds every 100 ms rather than every second; rows still wait the nodes' own minimum
+  // age (2 s): a blackholed writer answers 503 only after its publish timeout (1 s), and
+  // the reader must not have the change from a relay by then.
+  const relay = { outboxRelay: { intervalMs: 100 } }
+  const writer = await startApp(t, { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` }, relay)
+  const reader = await startApp(t, { ...env, REDIS_URL: redis.url }, relay)
   await waitFor('both nodes to trust their caches', () => writer.gateway.bus.trusted() && reader.gateway.bus.trusted())
   const tenant = await createTenant(writer)
 
@@ -227,7 +233,9 @@ t.test(`[${STORE}] the relay survives its database going away`, async (t) => {
   const proxy = await startTcpProxy(Number(url.port || 5432), url.hostname)
   t.teardown(() => proxy.close())
   url.port = String(proxy.port)
-  const node = await startApp(t, { DATABASE_URL: url.toString() }, { outboxRelay: { intervalMs: 50, minAgeMs: 5000, maxBackoffMs: 200 } })
+  // minAgeMs: the row must not be relayed in the moment between its commit and the proxy
+  // cutting the database off (a second is ample), and every wait below for it lasts that long.
+  const node = await startApp(t, { DATABASE_URL: url.toString() }, { outboxRelay: { intervalMs: 50, minAgeMs: 1000, maxBackoffMs: 200 } })
   const tenant = await createTenant(node)
   const { token, user } = await issueToken(node, tenant, 'gina')
   t.equal((await verify(node, token)).statusCode, 200, 'the user is cached')
