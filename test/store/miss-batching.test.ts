@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap'
-import { createMemoryBus } from '../src/bus/memory-bus.js'
-import { createStates } from '../src/cache/states.js'
-import type { Db } from '../src/store/db.js'
-import { migrate } from '../src/store/migrate.js'
-import { createStore } from '../src/store/store.js'
-import { generateApiKey } from '../src/auth/api-keys.js'
-import { sharedDb } from './support/helpers.js'
+import { createMemoryBus } from '../../src/bus/memory-bus.js'
+import { createStates } from '../../src/cache/states.js'
+import type { Db } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrate.js'
+import { createStore } from '../../src/store/store.js'
+import { generateApiKey } from '../../src/auth/api-keys.js'
+import { sharedDb } from '../support/helpers.js'
 
 /**
  * Cache misses are coalesced and batched (src/cache/miss-batcher.ts): misses arriving in

@@ -1,9 +1,9 @@
 import t from 'tap'
-import type { Db } from '../src/store/db.js'
-import { migrate } from '../src/store/migrate.js'
-import { createStore } from '../src/store/store.js'
-import { sharedDb, startApp } from './support/helpers.js'
-import { waitFor } from './support/poll.js'
+import type { Db } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrate.js'
+import { createStore } from '../../src/store/store.js'
+import { sharedDb, startApp } from '../support/helpers.js'
+import { waitFor } from '../support/poll.js'
 
 /**
  * WARM_UP_USERS: a starting node reads the most recently created or changed users (and

@@ -1,12 +1,12 @@
 import pg from 'pg'
 import t from 'tap'
-import type { RowChanged } from '../src/bus/bus.js'
-import { createPostgresDb, type Db } from '../src/store/db.js'
-import { createStore } from '../src/store/store.js'
-import { generateApiKey } from '../src/auth/api-keys.js'
-import { freshPostgresDatabase, sharedDb, storeIndependentTest } from './support/helpers.js'
-import { waitFor } from './support/poll.js'
-import { migrate } from '../src/store/migrate.js'
+import type { RowChanged } from '../../src/bus/bus.js'
+import { createPostgresDb, type Db } from '../../src/store/db.js'
+import { createStore } from '../../src/store/store.js'
+import { generateApiKey } from '../../src/auth/api-keys.js'
+import { freshPostgresDatabase, sharedDb, storeIndependentTest } from '../support/helpers.js'
+import { waitFor } from '../support/poll.js'
+import { migrate } from '../../src/store/migrate.js'
 
 /**
  * The change log a node catches up from after its invalidation channel was lost

@@ -1,7 +1,7 @@
 import t from 'tap'
 import pg from 'pg'
-import { createTenant, freshPostgresDatabase, startApp } from './support/helpers.js'
-import { waitFor } from './support/poll.js'
+import { createTenant, freshPostgresDatabase, startApp } from '../support/helpers.js'
+import { waitFor } from '../support/poll.js'
 
 /**
  * An idle PostgreSQL connection that the server drops is not silently swallowed: the

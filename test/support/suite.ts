@@ -1,0 +1,24 @@
+import { readdirSync } from 'node:fs'
+import t from 'tap'
+
+/**
+ * Runs every `*.test.ts` of `dir` in this one process. A test file on its own pays for a
+ * Node and tap start, the first compile of every route schema and, in the PGlite pass,
+ * loading PGlite's WASM: seconds of CPU, more than most in-process test files spend on
+ * their tests, and the suite is CPU-bound. Each file's import is a test of its own, so that
+ * the root test lives until the last file has queued its tests; the files' tests then run
+ * in file order, each on the nodes its file started, as they would alone. A file still runs
+ * alone too: `TEST_STORE=pglite npx tap test/api/token.test.ts`. package.json's tap
+ * `exclude` keeps such a directory out of the file list, so that no file runs twice.
+ */
+export function runTestFilesOf(dir: URL): void {
+  // the default is per file; these are many files
+  t.setTimeout(600_000)
+  const files = readdirSync(dir).filter((name) => name.endsWith('.test.ts')).sort()
+  if (files.length === 0) throw new Error(`no test files in ${dir.pathname}`)
+  for (const file of files) {
+    t.test(new URL(file, dir).pathname.replace(/^.*\/test\//, 'test/'), async () => {
+      await import(new URL(file, dir).href)
+    })
+  }
+}
