@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import t from 'tap'
@@ -42,4 +43,10 @@ t.test('stop ends a paused child', async (t) => {
   await child.stop(2000)
   t.equal(child.running(), false)
   t.equal(child.child.signalCode, 'SIGTERM', 'SIGTERM was enough once it was resumed')
+})
+
+t.test('a process a test spawns does not carry tap\'s process tracker (support/untracked-children.mjs)', async (t) => {
+  const child = spawnSync(process.execPath, ['-p', 'process.env.NODE_OPTIONS ?? ""'], { encoding: 'utf8' })
+  t.equal(child.status, 0)
+  t.notMatch(child.stdout, /@tapjs\/processinfo/, `NODE_OPTIONS of the child: ${child.stdout.trim()}`)
 })
