@@ -8,14 +8,11 @@ import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
 import { createKeyring } from '../../src/jwt/keyring.js'
 import { createPostgresDb, type Db } from '../../src/store/db.js'
-import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from './constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, STORE, TEST_CACHE_SIZE } from './constants.js'
 import { freshPostgresDatabase, type Teardown } from './databases.js'
 import { emptyPglite } from './pglite-template.js'
 
-export { ADMIN_TOKEN, JWT_SECRET, freshPostgresDatabase, type Teardown }
-
-/** Which back end this run of the suite uses: `npm test` runs it once for each. */
-export const STORE: 'pglite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'pglite'
+export { ADMIN_TOKEN, JWT_SECRET, STORE, freshPostgresDatabase, type Teardown }
 
 /**
  * `t.test` for a test that does not use this pass's store: it runs once, in the PostgreSQL
