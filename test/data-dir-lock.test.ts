@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createPgliteDb } from '../src/store/db.js'
-import { ADMIN_TOKEN, JWT_SECRET, STORE } from './support/helpers.js'
+import { ADMIN_TOKEN, JWT_SECRET, STORE } from './support/constants.js'
 import { migratedDataDir } from './support/pglite-data-dir.js'
 import { startGatewayProcess } from './support/processes.js'
 
