@@ -76,7 +76,8 @@ if (STORE !== 'pglite') {
     t.ok(await portAccepts(port), 'the server listens')
 
     npm.kill('SIGTERM') // what a process manager or a container runtime sends to the process it started
-    const [code] = (await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve(['timeout']), 20_000))])) as [unknown]
+    // unref: once npm exited, this timer must not keep the test process alive for its 20 s
+    const [code] = (await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve(['timeout']), 20_000).unref())])) as [unknown]
     t.equal(code, 0, 'npm exits, with the server’s exit code 0')
     t.match(output, /"msg":"shutting down"/, 'the server itself got the signal and shut down')
     let serving = true
