@@ -28,6 +28,11 @@ import { startTcpProxy } from './support/tcp-proxy.js'
  * node republishes (the current state of) rows a writer gave up on. Deadlines are
  * generous and nothing is timed: we only poll until something holds, or give up.
  */
+// On PostgreSQL the tests run side by side: each has a database (and nodes) of its own and
+// spends most of its time waiting for a relay. Not on PGlite: each would load a store of its
+// own, a second of CPU apiece, and the tests there are short.
+if (STORE === 'postgres') t.jobs = 4
+
 /** the longest we wait for anything (waitFor's default deadline too) */
 const DEADLINE_MS = 15_000
 
