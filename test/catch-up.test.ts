@@ -7,7 +7,7 @@ import { createRedisBus, type RedisBusOptions } from '../src/bus/redis-bus.js'
 import { createStates } from '../src/cache/states.js'
 import { createChanges } from '../src/changes.js'
 import { Metrics } from '../src/metrics.js'
-import { createPostgresDb } from '../src/store/db.js'
+import { createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate } from '../src/store/migrate.js'
 import { createStore, type Store } from '../src/store/store.js'
 import { freshPostgresDatabase } from './support/databases.js'
@@ -49,7 +49,21 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   const changes = createChanges({ store: store as Store, bus: writerBus, logger })
   t.teardown(() => changes.drain())
   await Promise.all([writerBus.start(), readerBus.start()])
-  return { store, company, users, proxy, readerBus, readerMetrics, states, changes }
+  return { db, store, company, users, proxy, readerBus, readerMetrics, states, changes }
+}
+
+/**
+ * Waits until the server's snapshot xmin is above the transaction ids `sql` returns (the
+ * largest of them). A horizon is that xmin, and a transaction open anywhere on the server
+ * (another test file's, in the PostgreSQL pass) holds it back until it ends: a reader whose
+ * horizon stayed below these rows would, rightly, read or flush what the test says it skips.
+ */
+async function serverXminPast(db: Db, what: string, sql: string) {
+  await waitFor(what, async () => (await db.query<{ passed: boolean | null }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) > (${sql}) AS passed`))[0]!.passed, {
+    until: (passed) => passed === true,
+    timeoutMs: 30_000,
+    everyMs: 20,
+  })
 }
 
 const counter = async (metrics: Metrics, name: string) => Number((await metrics.render()).match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1] ?? 0)
@@ -100,6 +114,7 @@ t.test('after a subscription longer than the prune age and the row limit, a blip
   for (let i = 0; i < 5; i++) await s.changes.invalidateTokens(s.company.id, s.users[2]!.id)
   await new Promise((resolve) => setTimeout(resolve, 400))
   t.ok((await s.store.pruneChangeLog(300)) >= 5, 'the changes made while subscribed were pruned from the log')
+  await serverXminPast(s.db, 'the server\'s xmin to pass the pruned rows', 'SELECT through FROM change_log_pruned')
   await horizonAdvancedAfterNow(s.readerMetrics)
   for (const user of s.users) await s.states.user(user.id)
   t.equal(s.states.caches.users.size, 3, 'every user is cached')
@@ -121,6 +136,8 @@ async function unpublishedChangeThenBlip(t: Test, unsafe: Pick<RedisBusOptions, 
   const s = await scenario(t, unsafe)
   for (const user of s.users) await s.states.user(user.id)
   const unpublished = (await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id))!
+  // Only the outbox row may hold the horizon below the change, or the mutant is not tested.
+  await serverXminPast(s.db, 'the server\'s xmin to pass the unpublished change', 'SELECT max(xid) FROM change_outbox')
   await horizonAdvancedAfterNow(s.readerMetrics)
   t.ok(s.states.caches.users.get(s.users[0]!.id), 'the reader never heard of the change')
   await s.proxy.blackhole(':sub:')

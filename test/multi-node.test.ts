@@ -28,10 +28,9 @@ t.teardown(async () => {
   await redis?.stop()
 })
 
-// KEEP_ALIVE_TIMEOUT=3: fetch keeps an idle connection for the node's hint less 2 s, one
-// second: reused within the bursts below, and a node stopped after them waits out at most
-// that second of its 2 s drain, not all of it.
-const env = () => ({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, CACHE_LEASE_MS: '500', KEEP_ALIVE_TIMEOUT: '3' })
+// (startGatewayProcess sets KEEP_ALIVE_TIMEOUT=3: connections are reused within the bursts
+// below, and a node stopped after them waits out at most one second of its drain.)
+const env = () => ({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, CACHE_LEASE_MS: '500' })
 
 const token = async (base: string, key: { keyId: string; keySecret: string }, userId: string, agentId?: string) => {
   const answer = await call(base, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId, ...(agentId ? { agentId } : {}) })

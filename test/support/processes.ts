@@ -143,7 +143,9 @@ export async function startGatewayProcess(env: Record<string, string>, options: 
   const proc = spawnNode(CLI, {
     name,
     args: ['serve'],
-    env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ADMIN_TOKEN, JWT_SECRET, ...env },
+    // KEEP_ALIVE_TIMEOUT 3 s: fetch (undici) then drops an idle connection after 1 s of its own,
+    // so a stop does not wait out the node's 2 s drain for the test's idle connections.
+    env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, KEEP_ALIVE_TIMEOUT: '3', ADMIN_TOKEN, JWT_SECRET, ...env },
   })
   options.teardown?.(() => proc.stop())
   const url = `http://127.0.0.1:${port}`
