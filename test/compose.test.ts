@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { CONFIG_VARIABLES, loadConfig } from '../src/config.js'
 
@@ -74,4 +76,27 @@ t.test("the README's configuration table lists exactly the variables the config 
   const table = readme.slice(readme.indexOf('## Configuration'))
   const documented = new Set([...table.matchAll(/^\| `([A-Z_]+)`/gm)].map((m) => m[1]!))
   t.same([...documented].sort(), [...CONFIG_VARIABLES].sort())
+})
+
+/** The TypeScript files under `path` (a file or a folder) of the repository. */
+function typeScriptFiles(path: string): string[] {
+  if (!existsSync(path)) return []
+  if (statSync(path).isFile()) return path.endsWith('.ts') ? [path] : []
+  return readdirSync(path).flatMap((name) => typeScriptFiles(join(path, name)))
+}
+
+t.test('the image builds from what its Dockerfile copies: no source it compiles imports a file left out', async (t) => {
+  const compose = readFileSync(new URL('docker-compose.yml', root), 'utf8')
+  const copied = [...compose.matchAll(/^ +COPY (.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/))
+  const rootDir = fileURLToPath(root)
+  const inImage = (path: string) => copied.some((entry) => path === resolve(rootDir, entry) || path.startsWith(resolve(rootDir, entry) + '/'))
+  t.ok(inImage(join(rootDir, 'src/cli.ts')), 'the CLI the image runs is copied')
+  const missing: string[] = []
+  for (const file of copied.flatMap((entry) => typeScriptFiles(resolve(rootDir, entry)))) {
+    for (const [, specifier] of readFileSync(file, 'utf8').matchAll(/(?:from |import\()'(\.{1,2}\/[^']+)'/g)) {
+      const target = resolve(dirname(file), specifier!).replace(/\.js$/, '.ts')
+      if (!inImage(target)) missing.push(`${relative(rootDir, file)} imports ${specifier}`)
+    }
+  }
+  t.same(missing, [], 'tsc in the image would not find these')
 })
