@@ -21,11 +21,9 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const json = join(dir, 'result.json')
   // no time limit of its own worth asserting: a shared machine may be slow; tap's timeout bounds it
-  // No NODE_OPTIONS: tap puts its process tracker there (coverage is off here), and every
-  // process of the kit would load it, doubling their start-up.
+  // (tap's process tracker stays out of the kit's processes: test/support/untracked-children.mjs)
   const run = spawnSync(process.execPath, [script, '--smoke', '--store', 'pg', '--json', json], {
     cwd: root,
-    env: { ...process.env, NODE_OPTIONS: '' },
     encoding: 'utf8',
     timeout: 280_000,
   })
