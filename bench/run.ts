@@ -122,8 +122,8 @@ const opts = {
   rounds: num(args.rounds, smoke ? 1 : 3),
   cluster: num(args.cluster, smoke || remote ? 0 : 3),
   memoryUsers: num(args['memory-users'], smoke ? 5000 : 1_000_000),
-  // bench/memory.ts's own default (1,000,000) is 2 s of CPU: too much for a smoke run
-  memoryRevoked: smoke ? 5000 : 1_000_000,
+  // unset: bench/memory.ts's own default, whose 2 s of CPU are too much for a smoke run
+  memoryRevoked: smoke ? 5000 : undefined,
   fill: !args['no-fill'] && !remote,
   rateShare: num(args['rate-share'], smoke ? 0 : 0.5),
   revocations: num(args.revocations, 0),
@@ -515,9 +515,10 @@ async function cacheEntries(url: string): Promise<number | undefined> {
   }
 }
 
-async function runMemory(usersCount: number, revoked: number): Promise<MemoryResult> {
+async function runMemory(usersCount: number, revoked: number | undefined): Promise<MemoryResult> {
+  const revokedArgs = revoked === undefined ? [] : ['--revoked', String(revoked)]
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', DIST + 'bench/memory.js', '--users', String(usersCount), '--revoked', String(revoked), '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--expose-gc', DIST + 'bench/memory.js', '--users', String(usersCount), ...revokedArgs, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (c: Buffer) => (out += c))
     child.on('exit', (code) => {
