@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { pino } from 'pino'
 import type { ChangeLog } from '../src/bus/bus.js'
-import { deriveBusKeys } from '../src/bus/messages.js'
-import { createRedisBus, type RedisBusOptions } from '../src/bus/redis-bus.js'
+import { deriveBusKeys } from '../src/bus/messages/messages.js'
+import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
 import { createStates } from '../src/cache/states.js'
 import { createChanges } from '../src/changes.js'
 import { Metrics } from '../src/metrics.js'
@@ -15,18 +15,24 @@ import { waitFor } from './support/poll.js'
 import { startTcpProxy } from './support/tcp-proxy.js'
 
 /**
- * A reconnect is not a flush: a node whose subscriber connection went silent (its changes
- * lost on the way) comes back, reads what it missed from the store's change log, evicts
- * exactly that, and trusts the rest of its cache again. Real PostgreSQL and Redis; the
- * second test runs the chaos test's mutant (a catch-up that skips the window it was
- * away) and shows the same checks fail with it.
+ * The change log, read from a cursor, is the one path from a commit to a node that does not
+ * depend on the commit's publish. A reconnect is not a flush: a node whose subscriber
+ * connection went silent (its changes lost on the way) comes back, reads what it missed,
+ * evicts exactly that, and trusts the rest of its cache again. And a change whose publish
+ * never went out reaches a subscribed node at its next periodic read. Real PostgreSQL and
+ * Redis; each check is run again against a mutant change log (wrapping the real one, as the
+ * chaos test's mutants do) to show that it bites.
  */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const LEASE_MS = 200
 const logger = pino({ level: 'silent' })
 const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'catch-up-test-secret-of-at-least-32-bytes' }])
 
-async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSkipsWindow' | 'unsafeHorizonIgnoresOutbox'> = {}, catchUpLimit = 1000) {
+/** Wraps the reader's change log, given the reader's bus (for a mutant that reads only while trusted). */
+type Mutant = (changeLog: ChangeLog, reader: () => RedisBus) => ChangeLog
+
+async function scenario(t: Test, options: { mutant?: Mutant; catchUpLimit?: number; catchUpEveryMs?: number } = {}) {
+  const { mutant, catchUpLimit = 1000, catchUpEveryMs = LEASE_MS } = options
   const db = createPostgresDb(await freshPostgresDatabase(t))
   t.teardown(() => db.close())
   await migrate(db)
@@ -37,17 +43,21 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   for (const externalId of ['a', 'b', 'c']) users.push((await store.createUserIfAbsent(company.id, externalId, null))!)
 
   const prefix = `chat-auth-catch-up-${randomBytes(4).toString('hex')}`
-  const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, catchUpLimit), bound: () => store.horizonBound() }
+  const changeLog: ChangeLog = {
+    async since(cursor) {
+      const read = await store.changesSince(cursor, catchUpLimit)
+      return { complete: read.complete, cursor: read.horizon, changes: read.changes }
+    },
+  }
   const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
   t.teardown(() => proxy.close())
-  const bus = (url: string, metrics: Metrics, extra = {}) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog, horizonAdvanceMs: LEASE_MS, ...extra })
-  const writerBus = bus(REDIS_URL, new Metrics())
+  const bus = (url: string, metrics: Metrics, log: ChangeLog) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog: log, catchUpEveryMs })
+  const writerBus = bus(REDIS_URL, new Metrics(), changeLog)
   const readerMetrics = new Metrics()
-  const readerBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, unsafe)
+  const readerBus: RedisBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, mutant ? mutant(changeLog, () => readerBus) : changeLog)
   t.teardown(() => Promise.all([writerBus.close(), readerBus.close()]))
   const states = createStates(store, readerBus, 1000)
   const changes = createChanges({ store: store as Store, bus: writerBus, logger })
-  t.teardown(() => changes.drain())
   await Promise.all([writerBus.start(), readerBus.start()])
   return { db, store, company, users, proxy, readerBus, readerMetrics, states, changes }
 }
@@ -67,16 +77,30 @@ async function serverXminPast(db: Db, what: string, sql: string) {
 }
 
 const counter = async (metrics: Metrics, name: string) => Number((await metrics.render()).match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1] ?? 0)
-/** Waits until the reader has tried to advance its horizon twice more (not failed): at least one read the store after now. */
-async function horizonAdvancedAfterNow(metrics: Metrics, outcomes = ['advanced', 'held']) {
-  const tries = async () => (await Promise.all(outcomes.map((o) => counter(metrics, `chat_auth_bus_horizon_advances_total\\{outcome="${o}"\\}`)))).reduce((a, b) => a + b, 0)
-  const before = await tries()
-  await waitFor('the horizon advance to run twice', async () => (await tries()) >= before + 2, { timeoutMs: 10_000, everyMs: 20 })
+/** Waits until the reader has read the change log twice more while subscribed: at least one read began after now. */
+async function readAgainAfterNow(metrics: Metrics) {
+  const reads = () => counter(metrics, 'chat_auth_bus_periodic_catch_ups_total\\{outcome="complete"\\}')
+  const before = await reads()
+  await waitFor('the reader to read the change log twice', async () => (await reads()) >= before + 2, { timeoutMs: 10_000, everyMs: 20 })
 }
 const caughtUpChanges = async (metrics: Metrics) => Number((await metrics.render()).match(/chat_auth_bus_catch_up_changes_total (\d+)/)?.[1] ?? 0)
 
+/** A mutant: every read after the first claims nothing changed, and moves the cursor past what it skipped. */
+const skipsWindow: Mutant = (changeLog) => ({
+  since: async (cursor) => (cursor === undefined ? changeLog.since(cursor) : { ...(await changeLog.since(undefined)), complete: true, changes: [] }),
+})
+/** A mutant: the reads made while the reader trusts its cache (the periodic ones) skip what they read. */
+const periodicSkips: Mutant = (changeLog, reader) => ({
+  async since(cursor) {
+    const trusted = reader().trusted()
+    const read = await changeLog.since(cursor)
+    return trusted ? { ...read, changes: [] } : read
+  },
+})
+
 t.test('a node cut off while a user is invalidated catches up on that user and keeps the rest of its cache', async (t) => {
-  const s = await scenario(t)
+  // No read of the log while subscribed in this test: only the catch-up after the blip may bring the change.
+  const s = await scenario(t, { catchUpEveryMs: 60_000 })
   t.ok(s.readerBus.trusted(), 'the reader trusts its cache')
   for (const user of s.users) await s.states.user(user.id)
   t.equal(s.states.caches.users.size, 3, 'every user is cached')
@@ -97,7 +121,7 @@ t.test('a node cut off while a user is invalidated catches up on that user and k
 })
 
 t.test('the mutant catch-up that skips the window it was away serves the revoked version (the checks above bite)', async (t) => {
-  const s = await scenario(t, { unsafeCatchUpSkipsWindow: true })
+  const s = await scenario(t, { mutant: skipsWindow, catchUpEveryMs: 60_000 })
   for (const user of s.users) await s.states.user(user.id)
   await s.proxy.blackhole(':sub:')
   const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
@@ -107,17 +131,17 @@ t.test('the mutant catch-up that skips the window it was away serves the revoked
 })
 
 t.test('after a subscription longer than the prune age and the row limit, a blip still catches up instead of flushing', async (t) => {
-  // Catch-up limit 3 rows; the log is pruned of rows older than 300 ms. Before the horizon
-  // moved while subscribed, the horizon was the first subscription's, so this flushed.
-  const s = await scenario(t, {}, 3)
-  const epoch = s.readerBus.health().epoch
+  // Catch-up limit 3 rows; the log is pruned of rows older than 300 ms. Were the cursor only
+  // moved by a new subscription, it would be the first subscription's, and this would flush.
+  const s = await scenario(t, { catchUpLimit: 3 })
   for (let i = 0; i < 5; i++) await s.changes.invalidateTokens(s.company.id, s.users[2]!.id)
   await new Promise((resolve) => setTimeout(resolve, 400))
   t.ok((await s.store.pruneChangeLog(300)) >= 5, 'the changes made while subscribed were pruned from the log')
   await serverXminPast(s.db, 'the server\'s xmin to pass the pruned rows', 'SELECT through FROM change_log_pruned')
-  await horizonAdvancedAfterNow(s.readerMetrics)
+  await readAgainAfterNow(s.readerMetrics)
   for (const user of s.users) await s.states.user(user.id)
   t.equal(s.states.caches.users.size, 3, 'every user is cached')
+  const epoch = s.readerBus.health().epoch
 
   await s.proxy.blackhole(':sub:')
   const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
@@ -131,27 +155,27 @@ t.test('after a subscription longer than the prune age and the row limit, a blip
   t.equal((await s.states.user(s.users[0]!.id))?.tokenVersion, invalidated.tokenVersion, 'the old token version is refused: the next read has the new one')
 })
 
-/** A change committed whose publish never happened: its outbox row stays (no relay runs here). */
-async function unpublishedChangeThenBlip(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeHorizonIgnoresOutbox'>) {
-  const s = await scenario(t, unsafe)
+/** A change committed whose publish never went out (a writer that died, or whose Redis was away). */
+async function unpublishedChange(t: Test, mutant?: Mutant) {
+  const s = await scenario(t, mutant ? { mutant } : {})
   for (const user of s.users) await s.states.user(user.id)
+  const epoch = s.readerBus.health().epoch
   const unpublished = (await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id))!
-  // Only the outbox row may hold the horizon below the change, or the mutant is not tested.
-  await serverXminPast(s.db, 'the server\'s xmin to pass the unpublished change', 'SELECT max(xid) FROM change_outbox')
-  await horizonAdvancedAfterNow(s.readerMetrics)
-  t.ok(s.states.caches.users.get(s.users[0]!.id), 'the reader never heard of the change')
-  await s.proxy.blackhole(':sub:')
-  await waitFor('the reader to lose the channel', () => !s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
-  await waitFor('the reader to reconnect, catch up and trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
-  return { s, served: await s.states.user(s.users[0]!.id), unpublished }
+  t.ok(s.readerBus.trusted() && s.states.caches.users.get(s.users[0]!.id), 'the reader trusts its cache, and never heard of the change')
+  await readAgainAfterNow(s.readerMetrics)
+  return { s, epoch, unpublished }
 }
 
-t.test('a change whose publish is not confirmed holds the horizon back: the next catch-up has it', async (t) => {
-  const { served, unpublished } = await unpublishedChangeThenBlip(t, {})
-  t.equal(served?.tokenVersion, unpublished.tokenVersion, 'after the blip the reader serves the new version')
+t.test('a change whose publish never went out reaches a subscribed node at its next read of the change log', async (t) => {
+  const { s, epoch, unpublished } = await unpublishedChange(t)
+  t.equal(s.states.caches.users.get(s.users[0]!.id), undefined, 'the changed user was evicted, with no blip')
+  t.ok(s.states.caches.users.get(s.users[1]!.id) && s.states.caches.users.get(s.users[2]!.id), 'the others stayed cached')
+  t.equal(s.readerBus.health().epoch, epoch, 'no flush: the same epoch')
+  t.equal((await s.states.user(s.users[0]!.id))?.tokenVersion, unpublished.tokenVersion, 'the next read has the new version')
 })
 
-t.test('the mutant horizon that ignores the outbox skips that change (the check above bites)', async (t) => {
-  const { served, unpublished } = await unpublishedChangeThenBlip(t, { unsafeHorizonIgnoresOutbox: true })
+t.test('the mutant whose reads while subscribed skip what they read never learns of it (the check above bites)', async (t) => {
+  const { s, unpublished } = await unpublishedChange(t, periodicSkips)
+  const served = await s.states.user(s.users[0]!.id)
   t.ok(served !== undefined && served.tokenVersion < unpublished.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${unpublished.tokenVersion} committed`)
 })

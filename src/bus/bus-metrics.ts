@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import type { Rejection } from './messages.js'
-import type { PublishOutcome } from './publisher.js'
+import type { Rejection } from './messages/messages.js'
+import type { PublishOutcome } from './publishing/publisher.js'
 
 /** The bus's series on /metrics; the hot path only bumps a counter. */
 export interface BusMetrics {
@@ -35,7 +35,7 @@ export function throttledLog(log: Logger, now: () => number): (what: string, fie
   }
 }
 
-export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpochFlush: boolean, unsafeNoPrimaryCheck = false): BusMetrics {
+export function createBusMetrics(metrics: Metrics, state: BusState): BusMetrics {
   const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason', ['reason'])
   const reconnect = metrics.counter('chat_auth_bus_reconnects_total', 'Subscriber connections lost (a new one follows), by reason', ['reason'])
   const message = metrics.counter('chat_auth_bus_messages_total', 'Authenticated messages received, by kind (change, ack, replayed)', ['kind'])
@@ -60,12 +60,6 @@ export function createBusMetrics(metrics: Metrics, state: BusState, unsafeNoEpoc
     'chat_auth_bus_ack_latency_seconds',
     'Time from publish to every registered node acknowledging (or the lease running out)',
   )
-  if (unsafeNoEpochFlush) {
-    metrics.collect('chat_auth_bus_unsafe_no_epoch_flush', '1: this node runs with a coherence defence disabled (chaos tests only)', 'gauge', () => 1)
-  }
-  if (unsafeNoPrimaryCheck) {
-    metrics.collect('chat_auth_bus_unsafe_no_primary_check', '1: this node does not check the primary with the sentinels (chaos tests only)', 'gauge', () => 1)
-  }
   return {
     epoch: (reason) => epoch({ reason }),
     reconnect: (reason) => reconnect({ reason }),

@@ -32,27 +32,17 @@ export function rowChanged(change: Change): RowChanged {
 }
 
 /**
- * The durable record of committed changes in the store, read back after the channel was
- * lost instead of flushing every cache (see migrations/003_change_log.sql).
+ * The durable record of committed changes in the store, read from a cursor (see
+ * store/change-log.ts): after a new subscription instead of flushing every cache, and
+ * periodically while subscribed (bus/catch-up.ts).
  */
 export interface ChangeLog {
   /**
-   * Every change committed after the read that returned `horizon` (undefined: no read yet),
-   * and the horizon to pass next time. `complete: false` when it cannot prove it returned
+   * Every change committed since the read that returned `cursor` (undefined: no read yet),
+   * and the cursor to pass next time. `complete: false` when it cannot prove it returned
    * them all: the caller must flush instead.
    */
-  since(horizon: string | undefined): Promise<{ complete: boolean; horizon: string; changes: RowChanged[] }>
-  /** What bounds a horizon advanced while subscribed (bus/catch-up.ts); without it the horizon moves only at a catch-up. */
-  bound?(): Promise<HorizonBound>
-}
-
-export interface HorizonBound {
-  /** pg_snapshot_xmin of the read's snapshot: every transaction below it had finished */
-  snapshotXmin: string
-  /** the smallest transaction id of a change whose publish is not confirmed yet (an outbox row); undefined: none */
-  outboxXmin: string | undefined
-  /** an outbox row has no transaction id: nothing is known, the horizon stays */
-  outboxWithoutXid: boolean
+  since(cursor: string | undefined): Promise<{ complete: boolean; cursor: string; changes: RowChanged[] }>
 }
 
 export interface BusHealth {

@@ -1,34 +1,63 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { rowChanged, type BusHealth, type Change, type InvalidationBus, type RowChanged } from './bus.js'
-import { Trust, writerWaitMs, youthMs } from './lease.js'
-import { createMessageCodec } from './messages.js'
-import { createInbox } from './inbox.js'
-import { createBusMetrics, throttledLog } from './bus-metrics.js'
-import { createPublisher, withTimeout } from './publisher.js'
-import { createRegistry } from './registry.js'
-import { createSubscriber } from './subscriber.js'
+import type { Logger } from 'pino'
 import type { RedisConnection } from '../config.js'
-import type { RedisBusOptions } from './redis-bus-options.js'
-import { createPrimaryVouching } from './primary-vouching.js'
+import type { Metrics } from '../metrics.js'
+import { rowChanged, type BusHealth, type Change, type ChangeLog, type InvalidationBus, type RowChanged } from './bus.js'
+import { createBusMetrics, throttledLog } from './bus-metrics.js'
 import { createCatchUp } from './catch-up.js'
-import { createHeartbeat } from './heartbeat.js'
+import { createPrimaryVouching } from './connection/primary-vouching.js'
+import { createSentinelWatch, type SentinelWatch, type SentinelWatchOptions } from './connection/sentinel-watch.js'
+import { createInbox } from './messages/inbox.js'
+import { createMessageCodec, type BusKey } from './messages/messages.js'
+import { createPublisher, withTimeout } from './publishing/publisher.js'
+import { createRegistry } from './publishing/registry.js'
+import { createHeartbeat } from './subscription/heartbeat.js'
+import { Trust, writerWaitMs, youthMs } from './subscription/lease.js'
+import { createSubscriber } from './subscription/subscriber.js'
 
-/**
- * The invalidation bus over Redis pub/sub, made strict: the subscriber (subscriber.ts), the
- * lease (lease.ts) and its tick (heartbeat.ts), the node registry (registry.ts), publish with
- * acknowledgements (publisher.ts), the authenticated messages (messages.ts, inbox.ts), the
- * catch-up after a new subscription (catch-up.ts) and, with Sentinel, the primary's vouching
- * (primary-vouching.ts). This file wires them, and keeps the epochs.
- * See "Many nodes over Redis" in the README for the guarantee and what it rests on.
- */
-export type { RedisBusOptions }
+/** How to make the Redis invalidation bus. */
+export interface RedisBusOptions {
+  /** how to reach Redis: one server by URL, or the primary Sentinel names (`url` is short for `{ kind: 'url', url }`) */
+  connection?: RedisConnection
+  url?: string
+  leaseMs: number
+  logger: Logger
+  metrics: Metrics
+  /** from the JWT key material (messages.ts deriveBusKeys): every node has it, Redis does not */
+  keys: BusKey[]
+  /** channel and key prefix; all nodes of one deployment share it (default `chat-auth`) */
+  prefix?: string
+  /** this node's id on the bus (default: random) */
+  nodeId?: string
+  /**
+   * The store's record of committed changes: read after each new subscription instead of
+   * flushing the caches, and periodically while subscribed (catch-up.ts). Without it,
+   * every new subscription flushes.
+   */
+  changeLog?: ChangeLog
+  /** how often a caught-up subscription reads the change log again (default catch-up.ts CATCH_UP_EVERY_MS) */
+  catchUpEveryMs?: number
+  /** with Sentinel: what tells which server is the primary (default: sentinel-watch.ts) */
+  sentinelWatch?: (options: SentinelWatchOptions) => SentinelWatch | undefined
+}
 
 export interface RedisBus extends InvalidationBus {
   readonly nodeId: string
 }
 
+/**
+ * The invalidation bus over Redis pub/sub, made strict. Its parts, by concern:
+ * - connection/: how every connection reaches Redis, and with Sentinel which server is the
+ *   primary (sentinel-watch.ts) and whether it vouches for ours (primary-vouching.ts);
+ * - subscription/: the subscriber connection, the lease it earns with pongs (lease.ts) and
+ *   the heartbeat that pings it;
+ * - publishing/: the node registry and publish with acknowledgements;
+ * - messages/: the authenticated messages, and what a node does with those it receives;
+ * - catch-up.ts: the change log read after each new subscription and periodically.
+ * This file wires them, and keeps the epochs. See "Many nodes over Redis" in the README.
+ */
 export function createRedisBus(options: RedisBusOptions): RedisBus {
   const { leaseMs } = options
   const prefix = options.prefix ?? 'chat-auth'
@@ -39,39 +68,21 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const ackChannelOf = (node: string) => `${prefix}:ack:${node}`
   const ackChannel = ackChannelOf(nodeId)
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
-
   const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
-  const codec = createMessageCodec(prefix, options.keys)
-  const trust = new Trust(leaseMs, leaseMs * 3)
+  const warn = throttledLog(log, now)
   const changeHandlers: Array<(change: Change | RowChanged) => void> = []
   const epochHandlers: Array<() => void> = []
   let closed = false
   let started = false
   let epoch = 0
 
-  const warnThrottled = throttledLog(log, now)
-
-  const count = createBusMetrics(
-    options.metrics,
-    { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch },
-    options.unsafeNoEpochFlush === true || options.unsafeCatchUpSkipsWindow === true || options.unsafeHorizonIgnoresOutbox === true,
-    options.unsafeNoPrimaryCheck === true,
-  )
-  if (options.unsafeNoEpochFlush) log.warn('UNSAFE: caches are not flushed on a new epoch (chaos-test entry point)')
-  const catchUp = createCatchUp({ ...options, log, warn: warnThrottled, isClosed: () => closed, deliver, newEpoch, roundTrip: () => subscriber.roundTrip() })
-  const connections = () => ({ subscriber, registry })
-  const primary = createPrimaryVouching({ ...options, connection, now, log, warn: warnThrottled, newEpoch, connections, countError: () => count.error('sentinel') })
-
-  const trusted = (): boolean => {
-    if (closed || !catchUp.caughtUp()) return false
-    const at = now()
-    return trust.trustedAt(at) && primary.vouched(at)
-  }
+  const trust = new Trust(leaseMs, leaseMs * 3)
+  const count = createBusMetrics(options.metrics, { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch })
 
   function newEpoch(reason: string): void {
     epoch++
     count.epoch(reason)
-    if (!options.unsafeNoEpochFlush) runAll(epochHandlers, undefined, () => log.error('epoch handler failed'))
+    runAll(epochHandlers, undefined, () => log.error('epoch handler failed'))
   }
 
   function deliver(change: Change | RowChanged): void {
@@ -91,7 +102,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     }
   }
 
-  // ── command connection: registry, publish, acks ─────────────────────────
+  // ── publishing: the registry on the command connection, publish with acks ───
   const registry = createRegistry({
     connection,
     prefix,
@@ -102,17 +113,17 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     onRegistered({ runId, wasPresent }, sentAt) {
       if (trust.registeredAt(sentAt) && !wasPresent) {
         count.error('registration_lost')
-        warnThrottled('our registry entry had gone before it expired (removed on Redis?)', { runId })
+        warn('our registry entry had gone before it expired (removed on Redis?)', { runId })
       }
       trust.registered(runId, sentAt)
     },
     onError(operation, error) {
       count.error(operation)
-      warnThrottled(operation === 'register' ? 'registration failed' : 'redis command connection error', { err: error.message })
+      warn(operation === 'register' ? 'registration failed' : 'redis command connection error', { err: error.message })
     },
   })
-
-  // ── publish ──────────────────────────────────────────────────────────────
+  const watch = connection.kind === 'sentinel' ? (options.sentinelWatch ?? createSentinelWatch)(sentinelWatchOptions(connection)) : undefined
+  const codec = createMessageCodec(prefix, options.keys)
   const publisher = createPublisher({
     registry,
     codec,
@@ -120,7 +131,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     writerWaitMs: writerWaitMs(leaseMs),
     youthMs: youthMs(leaseMs),
     publishTimeoutMs: Math.max(1000, leaseMs * 2),
-    ...(primary.confirm ? { confirmPrimary: primary.confirm } : {}),
+    ...(watch ? { confirmPrimary: watch.confirm } : {}),
     now,
     onRetry: (error) => {
       count.error('publish_retry')
@@ -133,29 +144,56 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     },
   })
 
-  // ── subscriber connection ────────────────────────────────────────────────
+  // ── receiving: messages, the catch-up, the subscription that carries them ───
   const inbox = createInbox({
     codec,
     nodeId,
     count,
-    warn: warnThrottled,
+    warn,
     apply: deliver,
     flush: newEpoch,
     sendAck: (writer, payload) => registry.publishAck(ackChannelOf(writer), payload),
     acked: (ack) => publisher.acked(ack),
   })
+  const catchUp = createCatchUp({ changeLog: options.changeLog, log, metrics: options.metrics, warn, deliver, newEpoch, everyMs: options.catchUpEveryMs })
+  const subscriber = createSubscriber({ connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel], connectTimeoutMs }, now)
+  const primary = createPrimaryVouching({ watch, subscriber, registry })
+  const heartbeat = createHeartbeat({ leaseMs, connectTimeoutMs, now, trust, subscriber, registry, primary })
 
-  const subscriber = createSubscriber(
-    { connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel], connectTimeoutMs },
-    {
-      subscribed(runId, address) {
+  const trusted = (): boolean => {
+    if (closed || !catchUp.caughtUp()) return false
+    const at = now()
+    return trust.trustedAt(at) && primary.vouched(at)
+  }
+
+  function sentinelWatchOptions(sentinels: Extract<RedisConnection, { kind: 'sentinel' }>): SentinelWatchOptions {
+    return {
+      connection: sentinels,
+      leaseMs,
+      queryTimeoutMs: leaseMs,
+      now,
+      onPrimaryChanged(address) {
+        // What the caches hold may predate changes published on the new primary. The
+        // connections on the former one are left at the next heartbeat.
+        newEpoch('primary_changed')
+        log.warn({ primary: address }, address === undefined ? 'no majority of sentinels names a primary' : 'the sentinels name a new primary')
+      },
+      onError(error) {
+        count.error('sentinel')
+        warn('redis sentinel connection error', { err: error.message })
+      },
+    }
+  }
+
+  function subscribe(): void {
+    subscriber.start({
+      subscribed(runId) {
         // From here on every change reaches us; what the caches hold from before may not
         // have been followed, and fills in flight may have read before a change we missed.
         trust.subscribed(runId)
-        primary.subscribedTo(address)
         catchUp.subscribed()
         log.info({ runId }, 'invalidation channel subscribed')
-        ping()
+        heartbeat.ping()
         if (!trust.registeredAt(now()) || trust.until() === 0) registry.renew()
       },
       message(channel, payload) {
@@ -166,30 +204,17 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       lost(reason, error) {
         const wasSubscribed = trust.isSubscribed()
         trust.lost()
-        primary.subscribedTo(undefined)
         count.reconnect(reason)
         if (wasSubscribed) log.warn({ reason, err: error?.message }, 'invalidation channel lost')
-        else warnThrottled('invalidation channel unavailable', { reason, err: error?.message })
+        else warn('invalidation channel unavailable', { reason, err: error?.message })
         catchUp.lost(reason)
       },
       error(error) {
         count.error('connection')
-        warnThrottled('redis subscriber connection error', { err: error.message })
+        warn('redis subscriber connection error', { err: error.message })
       },
-    },
-    now,
-  )
-
-  const heartbeat = createHeartbeat({
-    leaseMs,
-    connectTimeoutMs,
-    now,
-    trust,
-    subscriber,
-    always: () => (registry.renew(), primary.poll()),
-    timely: () => primary.leaveFormerPrimary(),
-  })
-  const ping = heartbeat.ping
+    })
+  }
 
   return {
     nodeId,
@@ -197,7 +222,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       if (started) return
       started = true
       registry.connect()
-      subscriber.start()
+      subscribe()
       primary.poll()
       heartbeat.start()
       // A node may serve (from the store) before the channel vouches for its cache; give it

@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { createFailureCountsRedis } from '../bus/failure-counts-redis.js'
+import { createFailureCountsRedis } from '../bus/connection/failure-counts-redis.js'
 import type { RedisConnection } from '../config.js'
 
 /**

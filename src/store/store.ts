@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from './db.js'
 import { ADMIN, apiKeyRevision, type Actor, type AgentState, type ApiKeyState, type CompanyState, type RevokedToken, type UserState } from '../domain.js'
-import type { ChangeLog, HorizonBound, RowChanged } from '../bus/bus.js'
+import type { RowChanged } from '../bus/bus.js'
 
 export interface UserRecord extends UserState {
   createdAt: Date
@@ -611,7 +611,7 @@ export function createStore(db: Db) {
      * caller must flush instead — when there is no horizon yet, when rows at or above it
      * may have been pruned, or when there are more than `limit` (a flush is cheaper).
      */
-    changesSince: async (horizon: string | undefined, limit: number): ReturnType<ChangeLog['since']> => {
+    changesSince: async (horizon: string | undefined, limit: number): Promise<{ complete: boolean; horizon: string; changes: RowChanged[] }> => {
       const rows = await db.query<{ horizon: string; pruned: boolean; kind: string | null; key: string | null; revision: string | number | null }>(
         `SELECT h.xmin::text AS horizon,
                 $1::xid8 IS NULL OR EXISTS (SELECT 1 FROM change_log_pruned WHERE through >= $1::xid8) AS pruned,
@@ -628,23 +628,6 @@ export function createStore(db: Db) {
         changes.push({ kind: row.kind as RowChanged['kind'], id: row.key, revision: row.revision === null ? Number.MAX_SAFE_INTEGER : Number(row.revision) })
       }
       return { complete: !first.pruned && changes.length <= limit, horizon: first.horizon, changes }
-    },
-
-    /**
-     * In one statement: the xmin of this statement's snapshot, the smallest transaction id
-     * of an outbox row (a change whose publish is not confirmed yet), and whether an outbox
-     * row has no transaction id (written before migration 006). bus/catch-up.ts advances
-     * its horizon from these.
-     */
-    horizonBound: async (): Promise<HorizonBound> => {
-      const row = (
-        await db.query<{ snapshot: string; outbox: string | null; unknown: boolean }>(
-          `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot,
-                  (SELECT min(xid) FROM change_outbox)::text AS outbox,
-                  EXISTS (SELECT 1 FROM change_outbox WHERE xid IS NULL) AS unknown`,
-        )
-      )[0]!
-      return { snapshotXmin: row.snapshot, outboxXmin: row.outbox ?? undefined, outboxWithoutXid: row.unknown }
     },
 
     /** Deletes change_log rows older than `maxAgeMs`, remembering the highest transaction id deleted. */

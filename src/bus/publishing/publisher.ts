@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreUnavailableError } from '../errors.js'
-import type { RowChanged } from './bus.js'
-import type { AckMessage, MessageCodec } from './messages.js'
+import { StoreUnavailableError } from '../../errors.js'
+import type { RowChanged } from '../bus.js'
+import type { AckMessage, MessageCodec } from '../messages/messages.js'
 import type { PublishReply, Registry } from './registry.js'
 
 /**

@@ -7,10 +7,10 @@ export interface HeartbeatOptions {
   now: () => number
   trust: Trust
   subscriber: { ping(): boolean; drop(reason: string): void; isSubscribed(): boolean; openedAt(): number }
-  /** every tick, stalled or not: keep the registration and the primary's view fresh */
-  always: () => void
-  /** every tick that follows a timely one */
-  timely: () => void
+  /** our entry in the node registry, renewed every tick */
+  registry: { renew(): void }
+  /** with Sentinel, the primary's view: asked every tick, and left when the sentinels name another */
+  primary: { poll(): void; leaveFormerPrimary(): void }
 }
 
 export interface Heartbeat {
@@ -21,11 +21,12 @@ export interface Heartbeat {
 }
 
 /**
- * The bus's tick (a quarter lease): renews the registration, pings the subscriber (the lease
- * rests on the pongs) and drops a connection whose pongs or subscription are overdue.
+ * The bus's tick (a quarter lease): renews the registration, asks the sentinels, pings the
+ * subscriber (the lease rests on the pongs) and drops a connection whose pongs or
+ * subscription are overdue.
  */
 export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
-  const { now, trust, subscriber, connectTimeoutMs } = options
+  const { now, trust, subscriber, registry, primary, connectTimeoutMs } = options
   const tickMs = Math.max(10, Math.floor(options.leaseMs / 4))
   const deadAfterMs = options.leaseMs * 2
   let lastTick = now()
@@ -41,9 +42,10 @@ export function createHeartbeat(options: HeartbeatOptions): Heartbeat {
     // After a stall (SIGSTOP, a long GC) the socket may hold pongs not yet read: look again next tick.
     const stalled = at - lastTick > tickMs * 3 + 50
     lastTick = at
-    options.always()
+    registry.renew()
+    primary.poll()
     if (stalled) return
-    options.timely()
+    primary.leaveFormerPrimary()
     if (!subscriber.isSubscribed()) {
       if (at - subscriber.openedAt() > connectTimeoutMs) subscriber.drop('subscribe_timeout')
       return

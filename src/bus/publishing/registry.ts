@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
-import type { RedisConnection } from '../config.js'
-import { connectedAddress, createRedisClient } from './redis-connection.js'
+import type { RedisConnection } from '../../config.js'
+import { connectedAddress, createRedisClient } from '../connection/redis-connection.js'
 
 /**
  * The node's command connection (ioredis, reconnecting, but failing fast: nothing is queued

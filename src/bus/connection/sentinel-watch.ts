@@ -1,4 +1,4 @@
-import type { RedisSentinelConnection } from '../config.js'
+import type { RedisSentinelConnection } from '../../config.js'
 import { createSentinelClient, serverAddress } from './redis-connection.js'
 
 /**

@@ -1,8 +1,8 @@
 import { createHmac, createPrivateKey, hkdfSync, timingSafeEqual } from 'node:crypto'
 import { Type, type Static } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { JwtKeyConfig } from '../config.js'
-import type { RowChanged } from './bus.js'
+import type { JwtKeyConfig } from '../../config.js'
+import type { RowChanged } from '../bus.js'
 
 /**
  * The two messages of the bus, their wire format, and their authentication.

@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../config.js'
+import type { RedisConnection } from '../../config.js'
 import { createRedisClient } from './redis-connection.js'
 
 /**

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
-import type { RedisConnection } from '../config.js'
-import { connectedAddress, createRedisClient } from './redis-connection.js'
+import type { RedisConnection } from '../../config.js'
+import { connectedAddress, createRedisClient } from '../connection/redis-connection.js'
 
 /**
  * The node's subscriber connection: one ioredis instance per TCP connection, never
@@ -16,8 +16,8 @@ import { connectedAddress, createRedisClient } from './redis-connection.js'
  * connection ends (status `end`) and its queued commands are rejected.
  */
 export interface SubscriberEvents {
-  /** Every channel is confirmed on the Redis instance `runId`, at `address` (host:port). */
-  subscribed(runId: string, address: string): void
+  /** Every channel is confirmed on the Redis instance `runId` (its address: `address()`). */
+  subscribed(runId: string): void
   message(channel: string, payload: string): void
   pong(): void
   /** The connection is gone (or given up on); `subscribed` may come again on a new one. */
@@ -35,19 +35,17 @@ export interface SubscriberOptions {
 }
 
 export interface Subscriber {
-  start(): void
+  /** Connects, and keeps a subscription (a new connection after each loss), telling `events` what happens. */
+  start(events: SubscriberEvents): void
   /** Sends a PING on the subscribed connection; false when there is none to send it on. */
   ping(): boolean
-  /**
-   * One PING not counted by the lease: true once its PONG came back on a live connection, so
-   * every message Redis sent on it before was handled (the same order the lease relies on).
-   */
-  roundTrip(): Promise<boolean>
   /** Gives up on the current connection (pongs missed, subscribe too slow). */
   drop(reason: string): void
   /** monotonic time the current connection was opened at */
   openedAt(): number
   isSubscribed(): boolean
+  /** host:port of the server the current subscription is confirmed on (undefined: none) */
+  address(): string | undefined
   /** Leaves the channels (so Redis no longer counts us as a receiver), then the connection. */
   close(): Promise<void>
 }
@@ -55,13 +53,22 @@ export interface Subscriber {
 const RECONNECT_MAX_MS = 500
 const CLOSE_WAIT_MS = 500
 
-export function createSubscriber(options: SubscriberOptions, events: SubscriberEvents, now: () => number): Subscriber {
-  let current: { redis: Redis; openedAt: number; subscribed: boolean; dead: boolean } | undefined
+interface Connection {
+  redis: Redis
+  events: SubscriberEvents
+  openedAt: number
+  subscribed: boolean
+  dead: boolean
+  address: string | undefined
+}
+
+export function createSubscriber(options: SubscriberOptions, now: () => number): Subscriber {
+  let current: Connection | undefined
   let attempt = 0
   let reconnectTimer: NodeJS.Timeout | undefined
   let closed = false
 
-  function connect(): void {
+  function connect(events: SubscriberEvents): void {
     reconnectTimer = undefined
     if (closed) return
     const redis = createRedisClient(options.connection, {
@@ -79,7 +86,7 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
       // Sentinel mode: when no sentinel answers, this connection attempt fails (the next is a new instance).
       sentinelRetryStrategy: () => null,
     })
-    const conn = { redis, openedAt: now(), subscribed: false, dead: false }
+    const conn: Connection = { redis, events, openedAt: now(), subscribed: false, dead: false, address: undefined }
     current = conn
     redis.on('message', (channel: string, payload: string) => {
       if (!conn.dead) events.message(channel, payload)
@@ -99,49 +106,45 @@ export function createSubscriber(options: SubscriberOptions, events: SubscriberE
       await redis.subscribe(...options.channels)
       if (conn.dead) return
       conn.subscribed = true
+      conn.address = address
       attempt = 0
-      events.subscribed(runId, address)
+      events.subscribed(runId)
     })().catch((error: Error) => lose(conn, 'subscribe_failed', error))
   }
 
-  function lose(conn: NonNullable<typeof current>, reason: string, error?: Error): void {
+  function lose(conn: Connection, reason: string, error?: Error): void {
     if (conn.dead) return
     conn.dead = true
     conn.redis.disconnect()
     if (closed) return
-    events.lost(reason, error)
+    conn.events.lost(reason, error)
     if (!reconnectTimer) {
       const delay = Math.min(RECONNECT_MAX_MS, 20 * 2 ** Math.min(attempt++, 5)) * (0.5 + Math.random() / 2)
-      reconnectTimer = setTimeout(connect, delay)
+      reconnectTimer = setTimeout(connect, delay, conn.events)
     }
   }
 
   return {
-    start: connect,
+    start(events) {
+      if (current === undefined) connect(events)
+    },
     ping() {
       const conn = current
       if (!conn || conn.dead || !conn.subscribed) return false
       conn.redis.ping().then(
         () => {
-          if (!conn.dead) events.pong()
+          if (!conn.dead) conn.events.pong()
         },
         (error: Error) => lose(conn, 'ping_failed', error),
       )
       return true
-    },
-    roundTrip() {
-      const conn = current
-      if (!conn || conn.dead || !conn.subscribed) return Promise.resolve(false)
-      return conn.redis.ping().then(
-        () => !conn.dead,
-        (error: Error) => (lose(conn, 'ping_failed', error), false),
-      )
     },
     drop(reason) {
       if (current) lose(current, reason)
     },
     openedAt: () => current?.openedAt ?? 0,
     isSubscribed: () => current !== undefined && !current.dead && current.subscribed,
+    address: () => (current !== undefined && !current.dead && current.subscribed ? current.address : undefined),
     async close() {
       closed = true
       if (reconnectTimer) clearTimeout(reconnectTimer)

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import { Redis, type RedisOptions } from 'ioredis'
-import type { RedisConnection, SentinelAddress } from '../config.js'
+import type { RedisConnection, SentinelAddress } from '../../config.js'
 
 /**
  * The one place where the service's ioredis instances get their connection options: a
