@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import { createGateway, type Gateway, type GatewayOptions } from './gateway.js'
+import { gatewayPlugin, type Gateway, type GatewayOptions } from './gateway.js'
 import { body, installErrorHandling, toApiError } from './http/error-handler.js'
 import { tokenRoute } from './routes/token.js'
 import { invalidateRoute } from './routes/invalidate.js'
@@ -14,13 +14,13 @@ import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 import { registerOpenApi } from './http/openapi.js'
-import type { VerifyToken } from './auth/verify.js'
 
 /**
- * The application as a Fastify plugin: routes, error handling and request metrics over a
- * gateway. It never listens; `server.ts` does.
+ * The application as a Fastify plugin: routes, error handling and request metrics over the
+ * node that `gatewayPlugin` put on the instance. It never listens; `server.ts` does.
  */
-export default async function app(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): Promise<void> {
+export default async function app(fastify: FastifyInstance): Promise<void> {
+  const { gateway } = fastify
   installErrorHandling(fastify)
   countRequests(fastify, gateway)
   acceptEveryMethod(fastify)
@@ -45,13 +45,13 @@ export default async function app(fastify: FastifyInstance, { gateway }: { gatew
  * Fastify's own options for this service: body limit, strict validation, our logger, and
  * SPEC bodies even for what fails before routing (a malformed URL).
  */
-export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway): FastifyServerOptions {
+export function fastifyOptions(config: Config, logger: Logger): FastifyServerOptions {
   return {
     loggerInstance: logger,
     bodyLimit: config.bodyLimitBytes,
     // Ids longer than find-my-way's default of 100 are "not found" (404), not a 414.
     routerOptions: { maxParamLength: 2048 },
-    frameworkErrors: answerFrameworkError(gateway.verifyToken) as FastifyServerOptions['frameworkErrors'],
+    frameworkErrors: answerFrameworkError as FastifyServerOptions['frameworkErrors'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
     // Nor is a child logger built for every request: errors log their request id themselves.
@@ -66,13 +66,11 @@ export function fastifyOptions(config: Config, logger: Logger, gateway: Gateway)
 }
 
 /** What fails before routing (a malformed URL) still gets a SPEC body. */
-function answerFrameworkError(verifyToken: VerifyToken) {
-  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    // A proxy's verify call is decided by its token, whatever its path looks like.
-    if (request.url.startsWith(VERIFY_PATH + '/') || request.url.startsWith(VERIFY_PATH + ';')) return answerVerification(verifyToken, request, reply)
-    const apiError = toApiError(error)
-    return reply.code(apiError.statusCode).send(body(apiError))
-  }
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // A proxy's verify call is decided by its token, whatever its path looks like.
+  if (request.url.startsWith(VERIFY_PATH + '/') || request.url.startsWith(VERIFY_PATH + ';')) return answerVerification(request.server.gateway.verifyToken, request, reply)
+  const apiError = toApiError(error)
+  return reply.code(apiError.statusCode).send(body(apiError))
 }
 
 export interface BuiltApp {
@@ -80,20 +78,19 @@ export interface BuiltApp {
   gateway: Gateway
 }
 
-/** A ready app over a new gateway; closing the app closes the gateway. */
+/** A ready app over a new node; closing the app closes the node, as a failed start does. */
 export async function buildApp(config: Config, options: GatewayOptions): Promise<BuiltApp> {
-  const gateway = await createGateway(config, options)
-  const fastify = Fastify(fastifyOptions(config, options.logger, gateway)).withTypeProvider<TypeBoxTypeProvider>()
-  fastify.addHook('onClose', async () => gateway.close())
+  const fastify = Fastify(fastifyOptions(config, options.logger)).withTypeProvider<TypeBoxTypeProvider>()
   hardenServer(fastify, config.limits)
   try {
-    await fastify.register(app, { gateway })
+    await fastify.register(gatewayPlugin, { config, ...options })
+    await fastify.register(app)
     await fastify.ready()
   } catch (error) {
     await fastify.close().catch(() => {})
     throw error
   }
-  return { app: fastify, gateway }
+  return { app: fastify, gateway: fastify.gateway }
 }
 
 function countRequests(fastify: FastifyInstance, gateway: Gateway): void {

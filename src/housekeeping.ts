@@ -1,10 +1,15 @@
 import type { Logger } from 'pino'
 import type { Store } from './store/store.js'
 
+/** change_log rows older than this are pruned: a node cut off from Redis for longer flushes when it is back. */
+export const CHANGE_LOG_RETENTION_MS = 60 * 60 * 1000
+const CHANGE_LOG_PRUNE_EVERY_MS = 60 * 1000
+
 /**
  * Rows kept only for a while, forgotten off the request path: revocations of tokens that
- * have expired (nothing left to refuse), and audit events past EVENT_RETENTION_DAYS. Every
- * node runs it; the deletes are idempotent.
+ * have expired (nothing left to refuse), audit events past EVENT_RETENTION_DAYS, and the
+ * change log past CHANGE_LOG_RETENTION_MS (pruned more often: it grows with every write).
+ * Every node runs it; the deletes are idempotent.
  */
 export interface Housekeeping {
   /** One round now (tests); how many rows each kind lost. */
@@ -13,7 +18,7 @@ export interface Housekeeping {
 }
 
 export interface HousekeepingOptions {
-  store: Pick<Store, 'pruneRevokedTokens' | 'pruneEvents'>
+  store: Pick<Store, 'pruneRevokedTokens' | 'pruneEvents' | 'pruneChangeLog'>
   logger: Logger
   clockToleranceSeconds: number
   eventRetentionDays: number
@@ -25,12 +30,11 @@ export function createHousekeeping(options: HousekeepingOptions): Housekeeping {
   const { store, clockToleranceSeconds, eventRetentionDays } = options
   const log = options.logger.child({ component: 'housekeeping' })
   const runOnce = async () => ({ revokedTokens: await store.pruneRevokedTokens(clockToleranceSeconds), events: await store.pruneEvents(eventRetentionDays) })
-  const timer = setInterval(() => {
-    runOnce().then(
-      (pruned) => log.debug(pruned, 'pruned'),
-      (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, 'housekeeping round failed; next round retries'),
-    )
-  }, options.everyMs ?? 10 * 60_000)
-  timer.unref()
-  return { runOnce, stop: () => clearInterval(timer) }
+  const failed = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; next round retries`)
+  const timers = [
+    setInterval(() => runOnce().then((pruned) => log.debug(pruned, 'pruned'), failed('housekeeping round')), options.everyMs ?? 10 * 60_000),
+    setInterval(() => store.pruneChangeLog(CHANGE_LOG_RETENTION_MS).catch(failed('pruning the change log')), CHANGE_LOG_PRUNE_EVERY_MS),
+  ]
+  for (const timer of timers) timer.unref()
+  return { runOnce, stop: () => timers.forEach(clearInterval) }
 }

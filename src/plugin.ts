@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import { ConfigError, type Config } from './config.js'
 import { createLogger } from './logger.js'
-import { createGateway } from './gateway.js'
+import { gatewayPlugin } from './gateway.js'
 import { bearerToken, type Identity, type VerifyToken } from './auth/verify.js'
 import { BEARER_CHALLENGE, denialBody, errors } from './errors.js'
 import { body } from './http/error-handler.js'
@@ -33,7 +33,7 @@ export type ChatAuthPluginOptions =
  * store would be a second, unconnected store, and a node without Redis next to the gateway
  * would never hear the gateway's changes: both are refused before anything is opened.
  */
-async function ownGateway(config: Config, logger: Logger | undefined) {
+function checkJoinsTheGateway(config: Config): void {
   const missing = [config.databaseUrl ? undefined : 'DATABASE_URL', config.redis ? undefined : 'REDIS_URL'].filter((name) => name !== undefined)
   if (missing.length) {
     throw new ConfigError(
@@ -42,7 +42,21 @@ async function ownGateway(config: Config, logger: Logger | undefined) {
         '(it never opens an embedded store of its own; without Redis, pass { gateway } from a createGateway you own)',
     )
   }
-  return createGateway(config, { logger: logger ?? createLogger(config) })
+}
+
+/**
+ * The gateway's node (gateway.ts, the same assembly as the server, without its routes),
+ * inside a context of its own so that none of its decorations reach the host app; it closes
+ * with the host.
+ */
+async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Logger | undefined): Promise<VerifyToken> {
+  checkJoinsTheGateway(config)
+  let verifyToken: VerifyToken | undefined
+  await fastify.register(async (node) => {
+    await node.register(gatewayPlugin, { config, logger: logger ?? createLogger(config) })
+    verifyToken = node.gateway.verifyToken
+  })
+  return verifyToken!
 }
 
 /**
@@ -52,14 +66,7 @@ async function ownGateway(config: Config, logger: Logger | undefined) {
  */
 export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
   async (fastify, options) => {
-    let verifyToken: VerifyToken
-    if ('config' in options) {
-      const gateway = await ownGateway(options.config, options.logger)
-      fastify.addHook('onClose', async () => gateway.close())
-      verifyToken = gateway.verifyToken
-    } else {
-      verifyToken = options.gateway.verifyToken
-    }
+    const verifyToken = 'config' in options ? await ownVerifier(fastify, options.config, options.logger) : options.gateway.verifyToken
     fastify.decorateRequest('chatAuth', null)
     fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
       let verdict

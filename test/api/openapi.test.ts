@@ -9,7 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import t, { type Test } from 'tap'
 import app, { fastifyOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { createGateway } from '../../src/gateway.js'
+import { gatewayPlugin } from '../../src/gateway.js'
 import { createLogger } from '../../src/logger.js'
 import { DOCS_PATH, OPENAPI_METHODS, OPENAPI_PATH } from '../../src/http/openapi.js'
 import { createPostgresDb } from '../../src/store/db.js'
@@ -35,13 +35,12 @@ async function appWithRouteLog(t: Test) {
   if (url !== undefined) t.teardown(() => db.close())
   const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...(url === undefined ? { DATA_DIR: 'memory://' } : { DATABASE_URL: url }) })
   const logger = createLogger(config, new Writable({ write: (_chunk, _enc, done) => done() }))
-  const gateway = await createGateway(config, { db, logger })
-  const fastify = Fastify(fastifyOptions(config, logger, gateway))
+  const fastify = Fastify(fastifyOptions(config, logger))
   const routes: RouteOptions[] = []
   fastify.addHook('onRoute', (route) => void routes.push(route))
-  fastify.addHook('onClose', async () => gateway.close())
   t.teardown(() => fastify.close())
-  await fastify.register(app, { gateway })
+  await fastify.register(gatewayPlugin, { config, db, logger })
+  await fastify.register(app)
   await fastify.ready()
   return { fastify, routes }
 }

@@ -1,0 +1,78 @@
+import type { Logger } from 'pino'
+import type { Config, JwtKeyConfig } from '../config.js'
+import type { Metrics } from '../metrics.js'
+import type { ChangeLog, InvalidationBus } from '../bus/bus.js'
+import { createMemoryBus } from '../bus/memory-bus.js'
+import type { RedisBusOptions } from '../bus/redis-bus.js'
+import { claimedBus } from '../store/database-claim.js'
+import type { DatabaseClaim } from '../store/database-claim.js'
+import type { Store } from '../store/store.js'
+import type { OnClose } from './lifecycle.js'
+
+/** More missed changes than this and a flush is cheaper than evicting them one by one. */
+const CATCH_UP_LIMIT = 50_000
+
+/**
+ * Parts of a node a test may wrap or replace: the chaos test builds its mutants this way
+ * (test/chaos/lib/mutants.mjs), and no configuration can reach them.
+ */
+export interface NodeParts {
+  /** wraps the change log the bus reads (catch-up) */
+  changeLog?: (changeLog: ChangeLog) => ChangeLog
+  /** wraps the bus the caches and writes use */
+  bus?: (bus: InvalidationBus) => InvalidationBus
+  /** replaces what tells a Redis Sentinel node which server is the primary */
+  sentinelWatch?: RedisBusOptions['sentinelWatch']
+  /** how often a subscribed node reads the change log again */
+  catchUpEveryMs?: number
+}
+
+export interface BusOptions {
+  logger: Logger
+  metrics: Metrics
+  store: Pick<Store, 'changesSince'>
+  jwtKeys: JwtKeyConfig[]
+  claim: DatabaseClaim | undefined
+  /** a bus handed in (tests); by default in-process, or Redis when configured */
+  bus?: InvalidationBus | undefined
+  parts?: NodeParts | undefined
+}
+
+/**
+ * The invalidation bus: in-process for one node, Redis for many (reading the store's change
+ * log after a reconnect and while subscribed), under the node's claim on the database.
+ * Started here; closed before the store.
+ */
+export async function openBus(onClose: OnClose, config: Config, options: BusOptions): Promise<InvalidationBus> {
+  const { parts = {} } = options
+  const made = options.bus ?? (await configuredBus(config, options, parts))
+  onClose(() => made.close())
+  const claimed = options.claim ? claimedBus(made, options.claim) : made
+  const bus = parts.bus ? parts.bus(claimed) : claimed
+  await bus.start()
+  return bus
+}
+
+async function configuredBus(config: Config, options: BusOptions, parts: NodeParts): Promise<InvalidationBus> {
+  if (!config.redis) return createMemoryBus()
+  const log: ChangeLog = {
+    async since(cursor) {
+      const read = await options.store.changesSince(cursor, CATCH_UP_LIMIT)
+      return { complete: read.complete, cursor: read.horizon, changes: read.changes }
+    },
+  }
+  const { createRedisBus } = await import('../bus/redis-bus.js')
+  const { deriveBusKeys } = await import('../bus/messages/messages.js')
+  return createRedisBus({
+    connection: config.redis,
+    leaseMs: config.leaseMs,
+    prefix: config.redisPrefix,
+    logger: options.logger,
+    metrics: options.metrics,
+    // Messages are authenticated with keys derived from the JWT keys: see the README.
+    keys: deriveBusKeys(options.jwtKeys),
+    changeLog: parts.changeLog ? parts.changeLog(log) : log,
+    ...(parts.catchUpEveryMs !== undefined ? { catchUpEveryMs: parts.catchUpEveryMs } : {}),
+    ...(parts.sentinelWatch ? { sentinelWatch: parts.sentinelWatch } : {}),
+  })
+}
