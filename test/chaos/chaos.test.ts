@@ -11,14 +11,14 @@ import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess a
 import { startPostgres, startRedis, startSentinelSet, type PostgresServer, type RedisServer, type SentinelSet } from '../support/services.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
-/** The mutant runs' nodes: `chat-auth serve`, less one defence (see the file). */
-const UNSAFE_NODE_HOST = fileURLToPath(new URL('./lib/unsafe-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'horizon-ignores-outbox'
+/** The mutant runs' nodes: `chat-auth serve`, less one defence (lib/mutants.mjs). */
+const MUTANT_NODE_HOST = fileURLToPath(new URL('./lib/mutant-node-host.mjs', import.meta.url))
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'subscribed-reads-skip'
 
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
   if (!options.mutant) return startGatewayProcess(env, { name })
   const port = await freePort()
-  const proc = spawnNode(UNSAFE_NODE_HOST, { name, args: [options.mutant], env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
+  const proc = spawnNode(MUTANT_NODE_HOST, { name, args: [options.mutant], env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
   const url = `http://127.0.0.1:${port}`
   await waitUntilServing(proc, `${url}/readyz`)
   return { ...proc, port, url }
@@ -38,10 +38,11 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * - a token of the second company whose issuing answered before a company revoke-tokens
  *   began, and that revoke had answered.
  *
- * Then once per mutant, each with one defence disabled (no flush and no catch-up on
- * reconnect; a catch-up that skips what was committed while the channel was lost; a
- * catch-up that leaves out the tokens revoked meanwhile): the checker must find
- * violations (of the kind the mutant concerns), or it proves nothing.
+ * Then once per mutant (lib/mutants.mjs), each with one defence taken out of the node's
+ * injected parts (no flush and no catch-up on reconnect; a catch-up that skips what was
+ * committed while the channel was lost; a catch-up that leaves out the tokens revoked
+ * meanwhile; reads of the change log while subscribed that drop what they read): the
+ * checker must find violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
 const USERS = 40
@@ -125,7 +126,7 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     CACHE_LEASE_MS: String(LEASE_MS),
   })
   // The mutant runs start their nodes through a test-only entry point: no configuration
-  // variable can switch a defence off.
+  // variable can take a defence out.
   const options = { mutant }
   const nodes: NodeProcess[] = []
   try {
@@ -240,7 +241,7 @@ const selected = (faults: Fault[]) => {
   return only ? only.split(',').map((i) => faults[Number(i)]!) : faults
 }
 
-const UNSAFE_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]!, FAULTS[1]!]
+const MUTANT_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]!, FAULTS[1]!]
 
 interface Result {
   verifications: number
@@ -643,23 +644,25 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   }
 })
 
+/** How often the mutant acted, over every node: 0 means it never reached them, and its run proves nothing. */
+async function mutantCalls(nodes: NodeProcess[]): Promise<number> {
+  const bodies = await Promise.all(nodes.map((n) => call(n.url, 'GET', '/metrics').then((m) => String(m.body))))
+  return bodies.reduce((sum, body) => sum + Number(/^chat_auth_chaos_mutant_calls_total\{[^}]*\} (\d+)/m.exec(body)?.[1] ?? 0), 0)
+}
+
 for (const [mutant, what] of [
   ['no-epoch-flush', 'with no cache flush and no catch-up on reconnect'],
   ['catch-up-skips-window', 'with a catch-up that skips what was committed while the channel was lost'],
   ['catch-up-ignores-revoked-tokens', 'with a catch-up that leaves out the tokens revoked while the channel was lost'],
-  ['horizon-ignores-outbox', 'with a horizon that advances past changes not yet published (ignoring the outbox, no PING round trip)'],
+  ['subscribed-reads-skip', 'with reads of the change log while subscribed that drop what they read'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
-    const s = await setUp(redis!, postgres!, await createDatabase('chaos_unsafe'), mutant)
+    const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
-    const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
-    if (mutant !== 'catch-up-ignores-revoked-tokens' && !/chat_auth_bus_unsafe_no_epoch_flush 1/.test(String(wired.body))) {
-      t.fail(`the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs ${mutant}) did not reach the Redis bus (GatewayOptions.redisBus → createRedisBus)`)
-      return
-    }
-    const result = await drive(s, selected(UNSAFE_FAULTS), (line) => t.comment(line))
+    const result = await drive(s, selected(MUTANT_FAULTS), (line) => t.comment(line))
+    t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
-    else t.ok(result.violations > 0, `with a defence disabled the checker finds violations (${result.violations})`)
+    else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
   })
 }
 
@@ -734,7 +737,7 @@ const SENTINEL_FAULTS: Array<Fault<SentinelScenario>> = [
   },
 ]
 
-const SENTINEL_UNSAFE_FAULTS = [SENTINEL_FAULTS[1]!, SENTINEL_FAULTS[1]!]
+const SENTINEL_MUTANT_FAULTS = [SENTINEL_FAULTS[1]!, SENTINEL_FAULTS[1]!]
 
 t.test('Sentinel: through failovers, no node accepts a token whose invalidation had answered', async (t) => {
   const set = await startSentinelSet()
@@ -751,13 +754,9 @@ t.test('Sentinel: through failovers, no node accepts a token whose invalidation 
 t.test('the checker bites on Sentinel: with the primary not checked with the sentinels, violations appear', async (t) => {
   const set = await startSentinelSet()
   t.teardown(() => set.stop())
-  const s = await setUpSentinel(set, postgres!, await createDatabase('chaos_sentinel_unsafe'), 'no-primary-check')
+  const s = await setUpSentinel(set, postgres!, await createDatabase('chaos_sentinel_mutant'), 'no-primary-check')
   t.teardown(() => Promise.allSettled(s.nodes.map((n) => n.stop())))
-  const wired = await call(s.nodes[0]!.url, 'GET', '/metrics')
-  if (!/chat_auth_bus_unsafe_no_primary_check 1/.test(String(wired.body))) {
-    t.fail('the unsafe entry point (test/chaos/lib/unsafe-node-host.mjs no-primary-check) did not reach the Redis bus')
-    return
-  }
-  const result = await drive(s, SENTINEL_UNSAFE_FAULTS, (line) => t.comment(line), { sampleReadiness: true })
+  t.ok((await mutantCalls(s.nodes)) > 0, 'the mutant (test/chaos/lib/mutants.mjs no-primary-check) reached the Redis bus')
+  const result = await drive(s, SENTINEL_MUTANT_FAULTS, (line) => t.comment(line), { sampleReadiness: true })
   t.ok(result.violations > 0, `with the primary unchecked the checker finds violations (${result.violations})`)
 })

@@ -1,0 +1,70 @@
+// The chaos test's mutants: each wraps or replaces one injected part of a node (src/assembly/
+// bus.ts `NodeParts`) so that one defence is gone. No switch in src/ turns a defence off, and
+// no configuration variable reaches these: only mutant-node-host.mjs passes them in.
+//
+// Each mutant counts the times it acted (`calls`), so that the test can tell it reached the node.
+
+/** A change log whose every read claims nothing changed, moving the cursor to now. */
+const readsNothing = (changeLog) => ({
+  since: async () => ({ ...(await changeLog.since(undefined)), complete: true, changes: [] }),
+})
+
+export function createMutant(name) {
+  let calls = 0
+  const acted = () => void calls++
+  let bus
+  const keepBus = (wrapped) => (bus = wrapped)
+  const mutants = {
+    // No flush on a new epoch, and a new subscription trusted without catching up.
+    'no-epoch-flush': {
+      bus: (inner) =>
+        keepBus({
+          ...inner,
+          start: () => inner.start(),
+          onChange: (handler) => inner.onChange(handler),
+          onEpochChange: () => acted(),
+        }),
+      changeLog: (changeLog) => ({ since: (cursor) => (acted(), readsNothing(changeLog).since(cursor)) }),
+    },
+    // The catch-up after a reconnect reads from where it reconnected, not from its cursor.
+    'catch-up-skips-window': {
+      changeLog: (changeLog) => ({ since: (cursor) => (cursor === undefined ? changeLog.since(cursor) : (acted(), readsNothing(changeLog).since(cursor))) }),
+    },
+    // The catch-up leaves out the tokens revoked (revoke-token) while the channel was lost.
+    'catch-up-ignores-revoked-tokens': {
+      changeLog: (changeLog) => ({
+        async since(cursor) {
+          const read = await changeLog.since(cursor)
+          const changes = read.changes.filter((change) => change.kind !== 'token')
+          if (changes.length < read.changes.length) acted()
+          return { ...read, changes }
+        },
+      }),
+    },
+    // The reads of the change log made while the node trusts its cache (the periodic ones)
+    // drop what they read and move the cursor past it; read often, so that one falls between
+    // a fault and the node noticing it.
+    'subscribed-reads-skip': {
+      catchUpEveryMs: 100,
+      bus: keepBus,
+      changeLog: (changeLog) => ({
+        async since(cursor) {
+          const trusted = bus?.trusted() === true
+          const read = await changeLog.since(cursor)
+          if (!trusted) return read
+          if (read.changes.length) acted()
+          return { ...read, changes: [] }
+        },
+      }),
+    },
+    // (Sentinel) the primary is not checked with the sentinels.
+    'no-primary-check': {
+      sentinelWatch: () => (acted(), undefined),
+    },
+  }
+  const parts = mutants[name]
+  if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
+  return { parts, calls: () => calls }
+}
+
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'no-primary-check']
