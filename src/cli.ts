@@ -1,12 +1,9 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { CONFIG_VARIABLES, ConfigError, loadClientConfig, loadConfig } from './config.js'
+import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, VARIABLES, type Variable } from './config.js'
 import { adminCall, adminUsage, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, type AdminClient } from './client/index.js'
-
-// What a user sets; the chaos tests' switch that disables a safety defence is not for them.
-const SERVER_VARIABLES = CONFIG_VARIABLES.filter((name) => !name.startsWith('CHAT_AUTH_UNSAFE_'))
 
 const USAGE = `chat-auth — chat token gateway
 
@@ -18,13 +15,11 @@ Usage:
 
 Admin calls against a running node (--url URL, --admin-token TOKEN):
 ${adminUsage()}
-Environment read by the admin calls:
-  CHAT_AUTH_URL   the node to call (default http://$HOST:$PORT, that is http://127.0.0.1:3000); --url wins
-  ADMIN_TOKEN     the admin token to send; --admin-token wins
-  HOST, PORT      used for the default URL when CHAT_AUTH_URL is not set
+Environment read by the admin calls (name, default, meaning):
+${variableList(CLIENT_VARIABLES)}
 
-Environment read by serve and migrate (the README describes each):
-${wrap(SERVER_VARIABLES.join(', '), '  ', 92)}
+Environment read by serve and migrate (name, default, meaning; the README says more):
+${variableList(VARIABLES)}
 `
 
 function parseCommandLine(argv: string[]) {
@@ -128,17 +123,12 @@ function version(): string {
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 }
 
-function wrap(text: string, indent: string, width: number): string {
-  const lines: string[] = []
-  let line = ''
-  for (const word of text.split(' ')) {
-    if (line && indent.length + line.length + 1 + word.length > width) {
-      lines.push(indent + line)
-      line = word
-    } else line = line ? line + ' ' + word : word
-  }
-  if (line) lines.push(indent + line)
-  return lines.join('\n')
+/** One line per variable: its name, its default (or what unset means), and what it means. */
+function variableList(table: Record<string, Variable<unknown>>): string {
+  const rows = Object.entries(table).map(([name, { default: fallback, unset, accepts, help }]) => [name, fallback ?? unset ?? '', accepts ? `${help} [${accepts}]` : help] as const)
+  const nameWidth = Math.max(...rows.map(([name]) => name.length)) + 2
+  const defaultWidth = Math.max(...rows.map(([, fallback]) => fallback.length)) + 2
+  return rows.map(([name, fallback, help]) => `  ${name.padEnd(nameWidth)}${fallback.padEnd(defaultWidth)}${help}`).join('\n')
 }
 
 main(process.argv.slice(2)).then(

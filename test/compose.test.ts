@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { CONFIG_VARIABLES, loadConfig } from '../src/config.js'
+import { CONFIG_VARIABLES, loadConfig, VARIABLES, type Variable } from '../src/config.js'
 
 const root = new URL('../', import.meta.url)
 
@@ -71,11 +71,15 @@ t.test('the Sentinel variant (docker-compose.sentinel.yml) configures every node
   for (const gateway of ['gateway-1', 'gateway-2']) t.match(file, new RegExp(`^  ${gateway}:\\n    environment: \\*sentinel-env`, 'm'), `${gateway} uses the sentinels`)
 })
 
-t.test("the README's configuration table lists exactly the variables the config reads", async (t) => {
+t.test("the README's configuration table lists exactly the declared variables, in their order, with their defaults", async (t) => {
   const readme = readFileSync(new URL('README.md', root), 'utf8')
   const table = readme.slice(readme.indexOf('## Configuration'))
-  const documented = new Set([...table.matchAll(/^\| `([A-Z_]+)`/gm)].map((m) => m[1]!))
-  t.same([...documented].sort(), [...CONFIG_VARIABLES].sort())
+  const rows = [...table.matchAll(/^\| `([A-Z_]+)` \| (.+?) \|/gm)].map((m) => ({ name: m[1]!, fallback: m[2]!.replace(/^`(.*)`$/, '$1') }))
+  t.same(rows.map((row) => row.name), Object.keys(VARIABLES))
+  for (const { name, fallback } of rows) {
+    const declared = (VARIABLES as Record<string, Variable<unknown>>)[name]
+    t.equal(fallback, declared?.default ?? declared?.unset ?? '—', `${name}: the README's default is the declared one`)
+  }
 })
 
 /** The TypeScript files under `path` (a file or a folder) of the repository. */

@@ -1,7 +1,8 @@
 import { createHash, createHmac, hash, randomBytes, type JsonWebKey } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { LRUCache } from 'lru-cache'
-import { asymmetricKey, ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
+import { ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
+import { asymmetricKey } from './key-material.js'
 
 /** The claims this service signs; see SPEC §3.1. */
 export interface TokenClaims {

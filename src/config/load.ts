@@ -1,0 +1,99 @@
+import { configuredKeys } from '../jwt/key-material.js'
+import { ConfigError, type Config, type LimitsConfig, type RedisConnection } from './types.js'
+import { CLIENT_VARIABLES, readVariables, textOf, VARIABLES, type Env, type Values } from './variables.js'
+
+/** Every declared variable read and checked on its own, then the rules that tie several together. */
+export function parseConfig(env: Env): Config {
+  const values = readVariables(VARIABLES, env)
+  const isSet = (name: string) => textOf(env, name) !== undefined
+  const config: Config = {
+    port: values.PORT,
+    host: values.HOST,
+    dataDir: values.DATA_DIR,
+    databaseUrl: values.DATABASE_URL,
+    redis: redisConnection(values, isSet),
+    adminToken: values.ADMIN_TOKEN,
+    jwt: {
+      keys: configuredKeys(values, isSet('JWT_ALGORITHM') ? values.JWT_ALGORITHM : undefined),
+      issuer: values.JWT_ISSUER,
+      audience: values.JWT_AUDIENCE,
+      clockToleranceSeconds: values.JWT_CLOCK_TOLERANCE,
+    },
+    tokenMaxTtlSeconds: values.TOKEN_MAX_TTL,
+    logLevel: values.LOG_LEVEL,
+    bodyLimitBytes: values.BODY_LIMIT,
+    cacheSize: values.CACHE_SIZE,
+    leaseMs: values.CACHE_LEASE_MS,
+    warmUpUsers: values.WARM_UP_USERS,
+    eventRetentionDays: values.EVENT_RETENTION_DAYS,
+    seedDemo: values.SEED_DEMO,
+    redisPrefix: values.REDIS_PREFIX,
+    limits: limits(values, isSet),
+  }
+  if (config.warmUpUsers > config.cacheSize) {
+    throw new ConfigError('WARM_UP_USERS', `must not exceed CACHE_SIZE (${config.cacheSize}): the cache would evict what the warm-up read`)
+  }
+  if (config.redis !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError(config.redis.kind === 'url' ? 'REDIS_URL' : 'REDIS_SENTINELS', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
+  }
+  return config
+}
+
+/** SPEC §7.3: slow clients and guessed credentials. Seconds in the environment, ms inside. */
+function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig {
+  const requestTimeout = values.REQUEST_TIMEOUT
+  // Unset, the headers' timeout follows a shorter request timeout.
+  const headersTimeout = isSet('HEADERS_TIMEOUT') ? values.HEADERS_TIMEOUT : Math.min(values.HEADERS_TIMEOUT, requestTimeout)
+  // Node's rule: a request that may not take longer than N cannot take longer for its headers.
+  if (headersTimeout > requestTimeout) throw new ConfigError('HEADERS_TIMEOUT', `must not exceed REQUEST_TIMEOUT (${requestTimeout}), got ${headersTimeout}`)
+  return {
+    requestTimeoutMs: requestTimeout * 1000,
+    headersTimeoutMs: headersTimeout * 1000,
+    keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT * 1000,
+    maxConnections: values.MAX_CONNECTIONS,
+    maxRequestsPerSocket: values.MAX_REQUESTS_PER_SOCKET,
+    authFailureLimit: values.AUTH_FAILURE_LIMIT,
+    trustProxy: values.TRUST_PROXY ?? [],
+  }
+}
+
+const SENTINEL_ONLY = ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'] as const
+
+/** REDIS_URL, or the Sentinel variables: exactly one shape, nothing of the other. */
+function redisConnection(values: Values, isSet: (name: string) => boolean): RedisConnection | undefined {
+  const { REDIS_URL: redisUrl, REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: name } = values
+  if (redisUrl !== undefined && sentinels !== undefined) {
+    throw new ConfigError('REDIS_SENTINELS', 'set either REDIS_URL (one Redis server) or REDIS_SENTINELS with REDIS_SENTINEL_NAME (Redis Sentinel), not both')
+  }
+  if (sentinels === undefined) {
+    const stray = SENTINEL_ONLY.find(isSet)
+    if (stray !== undefined) {
+      const dataNodeSetting = stray === 'REDIS_USERNAME' || stray === 'REDIS_PASSWORD' || stray === 'REDIS_TLS'
+      const hint = redisUrl !== undefined && dataNodeSetting ? ' (with REDIS_URL, the user and password go in the URL, and rediss:// is TLS)' : ''
+      throw new ConfigError(stray, `only used with REDIS_SENTINELS${hint}`)
+    }
+    return redisUrl === undefined ? undefined : { kind: 'url', url: redisUrl }
+  }
+  if (name === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'REDIS_SENTINELS needs the master name the sentinels monitor')
+  return {
+    kind: 'sentinel',
+    sentinels,
+    name,
+    sentinelUsername: values.REDIS_SENTINEL_USERNAME,
+    sentinelPassword: values.REDIS_SENTINEL_PASSWORD,
+    username: values.REDIS_USERNAME,
+    password: values.REDIS_PASSWORD,
+    tls: values.REDIS_TLS,
+  }
+}
+
+/** What the admin subcommands of the CLI need: where the node is and the admin token. */
+export interface ClientConfig {
+  url: string
+  adminToken: string | undefined
+}
+
+export function parseClientConfig(env: Env): ClientConfig {
+  const { CHAT_AUTH_URL, ADMIN_TOKEN, HOST, PORT } = readVariables(CLIENT_VARIABLES, env)
+  return { url: CHAT_AUTH_URL ?? `http://${HOST === '0.0.0.0' ? '127.0.0.1' : HOST}:${PORT}`, adminToken: ADMIN_TOKEN }
+}

@@ -1,0 +1,114 @@
+/**
+ * The whole configuration, read and checked once at boot. Nothing else in the
+ * service reads the environment: everything downstream receives this object.
+ */
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl: string | undefined
+  /** how to reach Redis (REDIS_URL, or REDIS_SENTINELS + REDIS_SENTINEL_NAME); undefined: one node, no bus */
+  redis: RedisConnection | undefined
+  /** undefined → generated at boot and printed once */
+  adminToken: string | undefined
+  jwt: JwtConfig
+  tokenMaxTtlSeconds: number
+  logLevel: LogLevel
+  bodyLimitBytes: number
+  /** users, agents and API keys each held in an LRU of this many entries */
+  cacheSize: number
+  /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
+  eventRetentionDays: number
+  /** how long a node trusts its cache after the channel last proved itself alive */
+  leaseMs: number
+  /** users read into the cache at start, before /readyz answers 200 (0: none) */
+  warmUpUsers: number
+  /** first run on an empty store creates a demo company, agent and key */
+  seedDemo: boolean
+  /** channel and key prefix on Redis; the nodes of one deployment share it */
+  redisPrefix: string
+  /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
+  limits: LimitsConfig
+}
+
+/** One Redis server named by URL (`redis://`, `rediss://` for TLS; user and password in it). */
+export interface RedisUrlConnection {
+  kind: 'url'
+  url: string
+}
+
+export interface SentinelAddress {
+  host: string
+  port: number
+}
+
+/** The primary that Redis Sentinel names, found through the sentinels, and followed through failovers. */
+export interface RedisSentinelConnection {
+  kind: 'sentinel'
+  sentinels: SentinelAddress[]
+  /** the master name the sentinels monitor (`sentinel monitor <name> …`) */
+  name: string
+  sentinelUsername: string | undefined
+  sentinelPassword: string | undefined
+  /** ACL user and password of the data nodes (primary and replicas) */
+  username: string | undefined
+  password: string | undefined
+  /** TLS to the sentinels and the data nodes */
+  tls: boolean
+}
+
+export type RedisConnection = RedisUrlConnection | RedisSentinelConnection
+
+export interface LimitsConfig {
+  /** the longest a client may take to send one whole request (headers and body) */
+  requestTimeoutMs: number
+  /** the longest it may take to send the headers; at most requestTimeoutMs */
+  headersTimeoutMs: number
+  /** how long an idle keep-alive connection stays open between requests */
+  keepAliveTimeoutMs: number
+  /** open connections per node; more are closed on arrival (0: unlimited) */
+  maxConnections: number
+  /** requests on one connection before it is closed (0: unlimited) */
+  maxRequestsPerSocket: number
+  /** failed credentials per minute per client address and per keyId (0: no limit) */
+  authFailureLimit: number
+  /** proxies whose X-Forwarded-For names the client: addresses, CIDRs, loopback/linklocal/uniquelocal */
+  trustProxy: string[]
+}
+
+export const JWT_ALGORITHMS = ['HS256', 'ES256', 'EdDSA', 'RS256'] as const
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number]
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** One signing or verifying key as configured; `kid` is derived when absent. */
+export interface JwtKeyConfig {
+  alg: JwtAlgorithm
+  kid?: string
+  /** HS256 shared secret */
+  secret?: string
+  /** PEM private key (signs; its public half verifies) */
+  privateKey?: string
+  /** PEM public key (verifies only: a retired asymmetric key) */
+  publicKey?: string
+}
+
+export interface JwtConfig {
+  /** first key signs, all verify; empty → a generated HS256 key kept in the store */
+  keys: JwtKeyConfig[]
+  issuer: string | undefined
+  audience: string | undefined
+  clockToleranceSeconds: number
+}
+
+/** A value the service cannot start with: names the variable, then what was expected. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`)
+    this.name = 'ConfigError'
+  }
+}

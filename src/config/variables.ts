@@ -1,0 +1,90 @@
+import { MIN_SECRET_BYTES } from '../jwt/key-material.js'
+import { boolean, duration, folder, hostPorts, integer, oneOf, proxies, redisName, text, url, type Variable } from './kinds.js'
+import { JWT_ALGORITHMS, LOG_LEVELS } from './types.js'
+
+/**
+ * Every environment variable the service reads, declared once: the kind of its value with
+ * its bounds, its default, and what it means. The parsing, the CLI's --help and the check
+ * of the README's configuration table all come from here; the rules that tie several
+ * variables together are in load.ts. Durations and timeouts are seconds unless named _MS.
+ */
+export const VARIABLES = {
+  PORT: integer(0, 65535, { default: '3000', help: 'HTTP port' }),
+  HOST: text({ default: '127.0.0.1', help: 'interface to listen on (0.0.0.0 in containers)' }),
+  DATA_DIR: folder({ default: './data', help: "PGlite's folder when DATABASE_URL is not set; memory:// keeps nothing" }),
+  DATABASE_URL: url(['postgres:', 'postgresql:'], { help: 'postgres://…: use this PostgreSQL instead of the embedded store' }),
+  REDIS_URL: url(['redis:', 'rediss:'], { help: 'redis:// or rediss://…: the invalidation channel between nodes' }),
+  REDIS_SENTINELS: hostPorts({ help: 'instead of REDIS_URL, Redis Sentinel: host:port of every sentinel' }),
+  REDIS_SENTINEL_NAME: redisName(128, { help: 'the master name the sentinels monitor' }),
+  REDIS_SENTINEL_USERNAME: text({ help: 'ACL user on the sentinels' }),
+  REDIS_SENTINEL_PASSWORD: text({ help: 'password of the sentinels' }),
+  REDIS_USERNAME: text({ help: 'ACL user on the primary and replicas (Sentinel only)' }),
+  REDIS_PASSWORD: text({ help: 'password of the primary and replicas (Sentinel only)' }),
+  REDIS_TLS: boolean({ default: 'false', help: 'TLS to the sentinels and the data servers (Sentinel only)' }),
+  ADMIN_TOKEN: text({ unset: 'generated', help: 'bearer token of the admin API' }, 16),
+  // The key variables are text here: src/jwt/key-material.ts reads and checks the keys.
+  JWT_SECRET: text({ unset: 'generated', help: `HS256 signing secret (at least ${MIN_SECRET_BYTES} bytes)` }),
+  JWT_ALGORITHM: oneOf(JWT_ALGORITHMS, { default: 'HS256', help: 'signing algorithm; the asymmetric ones need a private key' }),
+  JWT_PRIVATE_KEY: text({ help: 'PEM private key (P-256, Ed25519 or RSA); \\n escapes allowed' }),
+  JWT_PRIVATE_KEY_FILE: text({ help: 'the same, read from this file' }),
+  JWT_KEYS: text({ help: 'key rotation: a JSON array of keys; the first signs, all verify' }),
+  JWT_KEYS_FILE: text({ help: 'the same, read from this file' }),
+  JWT_ISSUER: text({ help: 'iss claim written and required' }),
+  JWT_AUDIENCE: text({ help: 'aud claim written and required' }),
+  JWT_CLOCK_TOLERANCE: integer(0, 3600, { default: '0', help: 'seconds of leeway on exp' }),
+  // JavaScript dates end in the year 275760: a longer lifetime would make an expiry no date can hold.
+  TOKEN_MAX_TTL: duration(36_500, { default: '30d', help: 'the longest expiresIn accepted (<n>m, <n>h or <n>d)' }),
+  LOG_LEVEL: oneOf(LOG_LEVELS, { default: 'info', help: 'how much to log' }),
+  BODY_LIMIT: integer(1024, 1024 * 1024, { default: '16384', help: 'request body limit in bytes' }),
+  CACHE_SIZE: integer(100, 50_000_000, { default: '1000000', help: 'users cached per node (agents: a tenth, API keys: a hundredth)' }),
+  WARM_UP_USERS: integer(0, 50_000_000, { default: '0', help: 'users read into the cache at start, before /readyz answers 200' }),
+  CACHE_LEASE_MS: integer(50, 10_000, { default: '500', help: 'how long a node trusts its cache after the channel proved alive' }),
+  EVENT_RETENTION_DAYS: integer(1, 36_500, { default: '90', help: 'audit events older than this many days are deleted' }),
+  SEED_DEMO: boolean({ default: 'true', help: 'create a demo company, agent and key on an empty embedded store' }),
+  REDIS_PREFIX: redisName(64, { default: 'chat-auth', help: 'prefix of the Redis channel and keys of this deployment' }),
+  REQUEST_TIMEOUT: integer(1, 3600, { default: '10', help: 'seconds a client may take to send one whole request' }),
+  HEADERS_TIMEOUT: integer(1, 3600, { default: '10', help: 'seconds a client may take to send the headers (at most REQUEST_TIMEOUT)' }),
+  KEEP_ALIVE_TIMEOUT: integer(1, 3600, { default: '72', help: 'seconds an idle keep-alive connection stays open' }),
+  MAX_CONNECTIONS: integer(0, 10_000_000, { default: '10000', help: 'open connections per node (0: no cap)' }),
+  MAX_REQUESTS_PER_SOCKET: integer(0, 10_000_000, { default: '0', help: 'requests on one connection before it is closed (0: no limit)' }),
+  AUTH_FAILURE_LIMIT: integer(0, 1_000_000, { default: '20', help: 'failed credentials per minute per client or keyId (0: no limit)' }),
+  TRUST_PROXY: proxies({ help: 'addresses or CIDR ranges of the proxies whose X-Forwarded-For names the client' }),
+} satisfies Record<string, Variable<unknown>>
+
+export type VariableName = keyof typeof VARIABLES
+
+/** The variables this service reads, in the order of the README's table. */
+export const CONFIG_VARIABLES = Object.keys(VARIABLES) as VariableName[]
+
+/** What the CLI's admin calls read; they never start a node, so they read nothing else. */
+export const CLIENT_VARIABLES = {
+  CHAT_AUTH_URL: url(['http:', 'https:'], { unset: 'http://$HOST:$PORT', help: 'the node to call; --url wins' }),
+  ADMIN_TOKEN: text({ help: 'the admin token to send; --admin-token wins' }),
+  HOST: text({ default: '127.0.0.1', help: 'host of the default URL, when CHAT_AUTH_URL is not set' }),
+  PORT: integer(1, 65535, { default: '3000', help: 'port of the default URL, when CHAT_AUTH_URL is not set' }),
+} satisfies Record<string, Variable<unknown>>
+
+type Table = Record<string, Variable<unknown>>
+
+/** What each variable of `table` holds once read: its value, or undefined when unset without a default. */
+export type Values<T extends Table = typeof VARIABLES> = {
+  [K in keyof T]: T[K] extends Variable<infer V, infer D> ? (D extends string ? V : V | undefined) : never
+}
+
+export type Env = Record<string, string | undefined>
+
+/** The text `env` sets for `name`, trimmed; blank counts as unset. */
+export function textOf(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim()
+  return value === '' ? undefined : value
+}
+
+/** Each variable of `table` on its own: its text from `env` (or its default), parsed and checked. */
+export function readVariables<T extends Table>(table: T, env: Env): Values<T> {
+  const values: Record<string, unknown> = {}
+  for (const [name, declared] of Object.entries(table)) {
+    const value = textOf(env, name) ?? declared.default
+    values[name] = value === undefined ? undefined : declared.parse(value, name)
+  }
+  return values as Values<T>
+}
