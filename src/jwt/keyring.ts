@@ -29,8 +29,9 @@ export interface PublicJwk extends JsonWebKey {
 /**
  * The signing key and every verifying key, built once at boot. The hot path reads the
  * token's `kid`, picks that key's verifier (which allows exactly that key's algorithm,
- * so `none` and algorithm confusion never verify) and runs it; fast-jwt caches results
- * under a hash of the token.
+ * so `none` and algorithm confusion never verify) and runs it. The claims of a token that
+ * verified are remembered here, in an LRU keyed by the token's SHA-256 (`createKeyring`):
+ * one cache for every algorithm; fast-jwt's own is off (`cache: false` in `buildKey`).
  */
 export interface Keyring {
   readonly signingKid: string
