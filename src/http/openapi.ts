@@ -8,9 +8,6 @@ import { errorBody } from './schemas.js'
 export const OPENAPI_PATH = '/openapi.json'
 export const DOCS_PATH = '/docs'
 
-/** The methods an OpenAPI 3.1 path item can name; the verify endpoint answers any method. */
-export const OPENAPI_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const
-
 const ADMIN_PREFIX = '/admin/v1/'
 const VERIFY_PATH = '/rest/v1/auth/verify'
 
@@ -29,10 +26,10 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
     summary: 'Revoke one token (log out one device)',
     description: "Revokes the token's `jti` until its own expiry; the user's other tokens stay valid. Idempotent.",
   },
-  [`* ${VERIFY_PATH}`]: {
+  [`GET ${VERIFY_PATH}`]: {
     summary: 'Verify a bearer token',
     description:
-      'Any method, and any path below `/rest/v1/auth/verify/`, answers the same (for nginx `auth_request`, Envoy `ext_authz`, Traefik ForwardAuth); a request body is never read. Answers only 200 (allow, with `x-auth-*` identity headers), 401 (deny, with `WWW-Authenticate`) or 503 (cannot decide).',
+      'Listed as GET, but every method is accepted and answers the same, as does any path below `/rest/v1/auth/verify/` (for nginx `auth_request`, Envoy `ext_authz`, Traefik ForwardAuth); a request body is never read. Answers only 200 (allow, with `x-auth-*` identity headers), 401 (deny, with `WWW-Authenticate`) or 503 (cannot decide).',
   },
   'GET /healthz': { summary: 'Liveness: the process answers' },
   'GET /readyz': { summary: 'Readiness: the database answers and the node can vouch for its cache' },
@@ -95,7 +92,6 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
       },
     },
     transform: ({ schema, url, route }) => ({ schema: describe((schema ?? {}) as RouteSchema, url, route.method), url }),
-    transformObject: (documentObject) => onlyOpenApiMethods((documentObject as { openapiObject: OpenApiObject }).openapiObject),
   }
 }
 
@@ -106,10 +102,8 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
 function describe(schema: RouteSchema, url: string, method: string | string[]): RouteSchema {
   if (schema.hide) return schema
   const methods = typeof method === 'string' ? [method] : method
-  const isVerify = url === VERIFY_PATH || url.startsWith(VERIFY_PATH + '/') || url.startsWith(VERIFY_PATH + ';')
-  // The variants below the verify path answer exactly as it does: one entry documents them.
-  if (isVerify && url !== VERIFY_PATH) return { ...schema, hide: true }
-  const operation = OPERATIONS[isVerify ? `* ${url}` : `${methods[0]} ${url}`]
+  const isVerify = url === VERIFY_PATH
+  const operation = OPERATIONS[`${methods[0]} ${url}`]
   const isAdmin = url.startsWith(ADMIN_PREFIX)
   const errors: Record<string, unknown> = {}
   if (isAdmin) Object.assign(errors, { 401: errorBody(401), 429: errorBody(429) })
@@ -133,20 +127,6 @@ function described(responses: Record<string, unknown>): Record<string, unknown> 
       return [status, own.description === undefined ? { ...own, description: SUCCESS_MEANINGS[status] ?? 'Answer' } : own]
     }),
   )
-}
-
-interface OpenApiObject {
-  paths?: Record<string, Record<string, unknown>>
-  [key: string]: unknown
-}
-
-/** OpenAPI 3.1 has no field for CONNECT or WebDAV methods: the verify entry says "any method" instead. */
-function onlyOpenApiMethods(document: OpenApiObject): OpenApiObject {
-  const allowed = new Set<string>([...OPENAPI_METHODS, 'summary', 'description', 'servers', 'parameters'])
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const key of Object.keys(item)) if (!allowed.has(key) && !key.startsWith('x-')) delete item[key]
-  }
-  return document
 }
 
 /** The package's version, from its package.json (dist/src/http/ or src/http/ below the root). */

@@ -96,8 +96,13 @@ export async function verifyRoute(fastify: FastifyInstance, { verifyToken }: { v
   // reaches this: its token still decides. Anything else means the endpoint cannot decide.
   const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) =>
     isRefusedRequest(error) ? answerVerification(verifyToken, request, reply) : cannotDecide(request, reply, error)
+  // Every method answers alike, so the API description lists the endpoint once, as GET;
+  // the other methods, and the paths below it, answer the same and stay out of it.
+  const undocumented = { errorHandler, schema: { ...schema, hide: true } }
+  fastify.get(VERIFY_PATH, { errorHandler, schema, exposeHeadRoute: false }, handler)
+  fastify.route({ method: fastify.supportedMethods.filter((method) => method !== 'GET'), url: VERIFY_PATH, ...undocumented, handler })
   // Below the endpoint: `/…/verify/anything` and `/…/verify;matrix=params`.
-  for (const path of [VERIFY_PATH, `${VERIFY_PATH}/*`, `${VERIFY_PATH};*`]) fastify.all(path, { errorHandler, schema }, handler)
+  for (const path of [`${VERIFY_PATH}/*`, `${VERIFY_PATH};*`]) fastify.all(path, undocumented, handler)
 }
 
 function isRefusedRequest(error: Error): boolean {
