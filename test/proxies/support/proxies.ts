@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
@@ -8,6 +7,7 @@ import { join } from 'node:path'
 import { waitFor } from '../../support/poll.js'
 import { freePort } from '../../support/ports.js'
 import { spawnProcess, type ChildHandle } from '../../support/processes.js'
+import { locate } from '../../setup/tools.js'
 
 /**
  * Real nginx and Caddy processes on free ports, run with the configs the README and
@@ -16,10 +16,6 @@ import { spawnProcess, type ChildHandle } from '../../support/processes.js'
  */
 
 const root = new URL('../../../', import.meta.url)
-
-export const installed = (binary: string): boolean => spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0
-export const NGINX = ['/usr/sbin/nginx', 'nginx'].find((b) => installed(b))
-export const CADDY = ['caddy'].find((b) => installed(b))
 
 // ── the shipped configs ──────────────────────────────────────────────────────
 /** The fenced block of `language` in the README section `heading`. */
@@ -188,7 +184,7 @@ ${server}
 `,
   )
   return run(
-    NGINX!,
+    locate('nginx')!,
     ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', `daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;`],
     process.env,
     port,
@@ -202,7 +198,7 @@ export async function startCaddy(siteBlock: string, port: number): Promise<Proxy
   const file = join(dir, 'Caddyfile')
   writeFileSync(file, `{\n\tadmin off\n\tauto_https off\n}\n\n${siteBlock}`)
   const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_CONFIG_HOME: join(dir, 'config') }
-  return run(CADDY!, ['run', '--config', file, '--adapter', 'caddyfile'], env, port, dir)
+  return run(locate('caddy')!, ['run', '--config', file, '--adapter', 'caddyfile'], env, port, dir)
 }
 
 /** A TCP relay to PostgreSQL that the test can cut: the gateway behind it then cannot read its store. */

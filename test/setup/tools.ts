@@ -1,0 +1,71 @@
+import { accessSync, constants } from 'node:fs'
+import { delimiter, isAbsolute, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { recordNotRun } from './not-run.js'
+
+/**
+ * The programs some tests run besides Node, PostgreSQL and Redis, each with its Debian
+ * package. `npm test` installs the missing ones first (prepare.ts); a test that needs one
+ * that is still missing skips, and says why (`missing`). Both ask this module, so that "is
+ * it installed" has one answer.
+ */
+export const TOOLS = {
+  /** the proxy tests run the nginx configs the project ships */
+  nginx: { debianPackage: 'nginx-light', candidates: ['/usr/sbin/nginx', 'nginx'] },
+  /** and its Caddyfile */
+  caddy: { debianPackage: 'caddy', candidates: ['caddy'] },
+  /** the /docs page test renders the page in it */
+  chromium: { debianPackage: 'chromium', candidates: ['/usr/bin/chromium', '/usr/bin/chromium-browser'] },
+} as const
+
+export type ToolName = keyof typeof TOOLS
+
+export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[]
+
+/**
+ * Tools to treat as not installed and not installable, whatever the machine has: only the
+ * setup's own test sets it (test/setup.test.ts), to walk the path of a machine that lacks them.
+ */
+export const PRETEND_MISSING_VARIABLE = 'TEST_PRETEND_MISSING'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+export function pretendedMissing(name: ToolName): boolean {
+  return (process.env[PRETEND_MISSING_VARIABLE] ?? '').split(',').includes(name)
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The path of `name`'s program, or undefined when it is not installed. */
+export function locate(name: ToolName): string | undefined {
+  if (pretendedMissing(name)) return undefined
+  const searchPath = (process.env.PATH ?? '').split(delimiter).filter(Boolean)
+  for (const candidate of TOOLS[name].candidates) {
+    if (isAbsolute(candidate)) {
+      if (executable(candidate)) return candidate
+    } else {
+      const found = searchPath.map((dir) => join(dir, candidate)).find(executable)
+      if (found) return found
+    }
+  }
+  return undefined
+}
+
+/**
+ * For tap's `skip` option of a test that runs `names`: false when every one is installed,
+ * else the reason, which is also recorded for `npm test`'s summary (not-run.ts).
+ */
+export function missing(...names: ToolName[]): string | false {
+  const absent = names.filter((name) => locate(name) === undefined)
+  if (absent.length === 0) return false
+  const reason = `not installed: ${absent.map((name) => `${name} (Debian package ${TOOLS[name].debianPackage})`).join(', ')}`
+  recordNotRun({ file: relative(ROOT, process.argv[1] ?? '?'), tools: absent, reason })
+  return reason
+}
