@@ -16,8 +16,8 @@ export { ADMIN_TOKEN, JWT_SECRET, STORE, freshPostgresDatabase, type Teardown }
 
 /**
  * `t.test` for a test that does not use this pass's store: it runs once, in the PostgreSQL
- * pass of `npm test`. (Files of nothing but such tests are left out of the PGlite pass in
- * package.json's test:pglite.)
+ * pass of `npm test`. (Files of nothing but such tests are left out of the PGlite pass by
+ * the store matrix, test/setup/passes.ts.)
  */
 export function storeIndependentTest(name: string, fn: (t: Test) => Promise<void>): void {
   if (STORE === 'postgres') void tap.test(name, fn)
