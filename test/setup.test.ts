@@ -1,0 +1,103 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Redis } from 'ioredis'
+import t, { type Test } from 'tap'
+import { filesOf, tapFiles } from './setup/passes.js'
+import { notRunSummary, readNotRun } from './setup/not-run.js'
+import { freePort } from './support/ports.js'
+import { ROOT } from './support/processes.js'
+
+/**
+ * `npm test`'s own setup (test/setup/): the store matrix, and the path of a machine that
+ * lacks a program some tests run. TEST_PRETEND_MISSING makes the setup and the tests treat
+ * a program as neither installed nor installable; nothing else sets it.
+ */
+const run = promisify(execFile)
+
+/** A Node script of this package run with tsx and `env` (plus PATH): its exit code and output. */
+async function node(script: string, env: Record<string, string>): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import=tsx', script], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    return { code: 0, output: stdout + stderr }
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string }
+    return { code: failed.code, output: failed.stdout + failed.stderr }
+  }
+}
+
+function scratchLog(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-setup-test-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'not-run.jsonl')
+}
+
+t.test('the store matrix: every file of tap\'s list runs in a pass, and only the PGlite-only files stay out of the PostgreSQL one', async (t) => {
+  const all = tapFiles()
+  const pglite = filesOf('pglite', all)
+  const postgres = filesOf('postgres', all)
+  t.same([...new Set([...pglite, ...postgres])].sort(), [...all].sort(), 'no file is left out of both')
+  t.same(all.filter((file) => !postgres.includes(file)), ['test/data-dir-lock.test.ts', 'test/lifecycle.test.ts'])
+  t.ok(pglite.includes('test/api.test.ts') && postgres.includes('test/api.test.ts'), 'the API tests run on both stores')
+  t.notOk(pglite.includes('test/proxies/proxies.test.ts'), 'the proxy tests run once')
+  t.same(filesOf('postgres', all, ['test/docs-page.test.ts', 'test/lifecycle.test.ts']), ['test/docs-page.test.ts'], 'named files: those of the pass')
+  t.throws(() => filesOf('pglite', all.filter((file) => file !== 'test/config.test.ts')), /names files tap does not list: test\/config\.test\.ts/, 'a renamed file cannot leave the matrix naming nothing')
+})
+
+t.test('a test that needs a missing program skips, says why and is recorded', async (t) => {
+  for (const [file, tool, skipped] of [
+    ['test/docs-page.test.ts', 'chromium', 'Chromium renders /docs'],
+    ['test/proxies/proxies.test.ts', 'caddy', 'the shipped proxy configs'],
+  ] as const) {
+    const log = scratchLog(t)
+    const { code, output } = await node(file, { TEST_STORE: 'postgres', TEST_PRETEND_MISSING: tool, TEST_NOT_RUN_LOG: log })
+    t.equal(code, 0, `${file}: a skip is no failure`)
+    t.match(output, new RegExp(`ok 1 - ${skipped}.* # SKIP not installed: ${tool} \\(Debian package ${tool}\\)`), `${file}: skips with the reason`)
+    t.same(readNotRun(log), [{ file, tools: [tool], reason: `not installed: ${tool} (Debian package ${tool})` }], `${file}: recorded for the summary`)
+  }
+})
+
+t.test('the setup starts a local Redis that does not answer, and installs nothing it is told it cannot, saying so', async (t) => {
+  const port = await freePort()
+  const { code, output } = await node('test/setup/prepare.ts', { TEST_REDIS_URL: `redis://127.0.0.1:${port}`, TEST_PRETEND_MISSING: 'nginx,caddy,chromium' })
+  const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  t.teardown(() => redis.call('SHUTDOWN', 'NOSAVE').catch(() => {}))
+  t.equal(code, 0, 'a program it cannot install does not stop the run: its tests skip')
+  t.match(output, 'setup: starting Redis')
+  await redis.connect()
+  t.equal(await redis.ping(), 'PONG', 'Redis answers')
+  for (const tool of ['nginx', 'caddy', 'chromium']) t.match(output, `setup: ${tool} is not installed, and its tests will skip: TEST_PRETEND_MISSING pretends it cannot be installed`)
+  t.notMatch(output, 'installing', 'no apt-get')
+})
+
+t.test('PostgreSQL that does not answer and cannot be started stops the run before any test, saying why', async (t) => {
+  const port = await freePort()
+  const { code, output } = await node('test/setup/prepare.ts', { TEST_DATABASE_URL: `postgres://root@127.0.0.1:${port}/test` })
+  t.equal(code, 1)
+  t.match(output, `setup: PostgreSQL at 127.0.0.1:${port} does not answer`)
+})
+
+t.test('the summary at the end of npm test: which files did not run and why; under CI, a failure', async (t) => {
+  const log = scratchLog(t)
+  const docs = { file: 'test/docs-page.test.ts', tools: ['chromium'], reason: 'not installed: chromium (Debian package chromium)' }
+  writeFileSync(log, `${JSON.stringify(docs)}\n${JSON.stringify(docs)}\n`)
+  t.same(readNotRun(log), [docs], 'a file recorded twice is listed once')
+  t.same(readNotRun(join(log, '..', 'nothing.jsonl')), [], 'no log: every test ran')
+
+  const why = { chromium: 'not root, and sudo is missing or asks for a password: install it by hand (apt-get install chromium)' }
+  const local = notRunSummary([docs], why, false)
+  t.same(local.lines, [
+    'not run: tests of 1 file, for want of a program',
+    '  test/docs-page.test.ts: not installed: chromium (Debian package chromium)',
+    'why the setup did not install it:',
+    `  chromium: ${why.chromium}`,
+  ])
+  t.equal(local.fails, false, 'on a machine of ours, the run passes')
+  const ci = notRunSummary([docs], why, true)
+  t.equal(ci.fails, true, 'under CI, it fails')
+  t.match(ci.lines.at(-1), 'CI is set: a test that did not run fails the run')
+  t.same(notRunSummary([], why, true), { lines: [], fails: false }, 'every test ran: nothing to say')
+})
