@@ -43,6 +43,7 @@ t.test('the store matrix: every file of tap\'s list runs in a pass, and only the
   t.ok(pglite.includes('test/api.test.ts') && postgres.includes('test/api.test.ts'), 'the API tests run on both stores')
   t.notOk(pglite.includes('test/proxies/proxies.test.ts'), 'the proxy tests run once')
   t.same(filesOf('postgres', all, ['test/docs-page.test.ts', 'test/lifecycle.test.ts']), ['test/docs-page.test.ts'], 'named files: those of the pass')
+  t.same(filesOf('pglite', all, ['test/api/token.test.ts']), ['test/api/token.test.ts'], 'a file of a folder run as one: in both passes')
   t.throws(() => filesOf('pglite', all.filter((file) => file !== 'test/config.test.ts')), /names files tap does not list: test\/config\.test\.ts/, 'a renamed file cannot leave the matrix naming nothing')
 })
 
