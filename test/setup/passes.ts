@@ -32,6 +32,7 @@ const ONCE = [
   'test/redis-sentinel.test.ts',
   'test/setup.test.ts',
   'test/unit.test.ts',
+  'test/unpublished-changes.test.ts',
 ]
 
 /** Files about the embedded store's data directory alone: the PGlite pass only. */
