@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import type { Change, InvalidationBus } from './bus/bus.js'
-import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor } from './domain.js'
+import type { InvalidationBus } from './bus/bus.js'
+import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor, type Change } from './domain.js'
 import { createBatcher } from './store/batcher.js'
 import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, Outboxed, Store, TokenRevocation, UserRecord } from './store/store.js'
 

@@ -1,5 +1,6 @@
 import t from 'tap'
-import type { Change, InvalidationBus } from '../src/bus/bus.js'
+import type { InvalidationBus } from '../src/bus/bus.js'
+import type { Change } from '../src/domain.js'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
 import { StoreUnavailableError } from '../src/errors.js'
 import { createPostgresDb, type Db } from '../src/store/db.js'

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import type { ChangeLog, HorizonBound, RowChanged } from './bus.js'
+import type { RowChanged } from '../domain.js'
+import type { ChangeLog, HorizonBound } from './bus.js'
 
 const CATCH_UP_RETRY_MS = 250
 /** how often a caught-up subscription moves its horizon forward (never more often than a lease) */

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { agentState, apiKeyRevision, companyState, userState } from '../domain.js'
+import { agentState, apiKeyRevision, companyState, userState, type Change } from '../domain.js'
 import type { OutboxEntry, Store } from '../store/store.js'
-import type { Change, InvalidationBus } from './bus.js'
+import type { InvalidationBus } from './bus.js'
 
 /**
  * Republishes changes whose publish was never confirmed: the writer's publish failed (a

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from './db.js'
 import { ADMIN, apiKeyRevision, type Actor, type AgentState, type ApiKeyState, type CompanyState, type RevokedToken, type UserState } from '../domain.js'
-import type { ChangeLog, HorizonBound, RowChanged } from '../bus/bus.js'
+import type { RowChanged } from '../domain.js'
+import type { ChangeLog, HorizonBound } from '../bus/bus.js'
 
 export interface UserRecord extends UserState {
   createdAt: Date

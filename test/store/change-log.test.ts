@@ -1,6 +1,6 @@
 import pg from 'pg'
 import t from 'tap'
-import type { RowChanged } from '../../src/bus/bus.js'
+import type { RowChanged } from '../../src/domain.js'
 import { createPostgresDb, type Db } from '../../src/store/db.js'
 import { createStore } from '../../src/store/store.js'
 import { generateApiKey } from '../../src/auth/api-keys.js'
