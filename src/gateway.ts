@@ -20,7 +20,8 @@ import { createChanges, type Changes } from './changes.js'
 import { Metrics } from './metrics.js'
 import type { JwtKeyConfig } from './config.js'
 import type { RedisBusOptions } from './bus/redis-bus.js'
-import { claimDatabase, claimedBus } from './store/database-claim.js'
+import { claimDatabase } from './store/database-claim.js'
+import { claimedBus } from './bus/claimed-bus.js'
 import { createHousekeeping, type Housekeeping } from './housekeeping.js'
 
 /**
