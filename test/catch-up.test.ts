@@ -37,7 +37,7 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   for (const externalId of ['a', 'b', 'c']) users.push((await store.createUserIfAbsent(company.id, externalId, null))!)
 
   const prefix = `chat-auth-catch-up-${randomBytes(4).toString('hex')}`
-  const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, catchUpLimit), bound: () => store.horizonBound() }
+  const changeLog: ChangeLog = { since: (horizon) => store.changesSince(horizon, catchUpLimit) }
   const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
   t.teardown(() => proxy.close())
   const bus = (url: string, metrics: Metrics, extra = {}) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog, horizonAdvanceMs: LEASE_MS, ...extra })
@@ -46,8 +46,7 @@ async function scenario(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeCatchUpSki
   const readerBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, unsafe)
   t.teardown(() => Promise.all([writerBus.close(), readerBus.close()]))
   const states = createStates(store, readerBus, 1000)
-  const changes = createChanges({ store: store as Store, bus: writerBus, logger })
-  t.teardown(() => changes.drain())
+  const changes = createChanges({ store: store as Store, bus: writerBus })
   await Promise.all([writerBus.start(), readerBus.start()])
   return { db, store, company, users, proxy, readerBus, readerMetrics, states, changes }
 }
@@ -106,7 +105,7 @@ t.test('the mutant catch-up that skips the window it was away serves the revoked
   t.ok(served !== undefined && served.tokenVersion < invalidated.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${invalidated.tokenVersion} was acknowledged`)
 })
 
-t.test('after a subscription longer than the prune age and the row limit, a blip still catches up instead of flushing', async (t) => {
+t.test('after a subscription longer than the prune age and the row limit, a blip still catches up instead of flushing', { skip: 'the horizon moves while subscribed only with a catch-up that runs periodically' }, async (t) => {
   // Catch-up limit 3 rows; the log is pruned of rows older than 300 ms. Before the horizon
   // moved while subscribed, the horizon was the first subscription's, so this flushed.
   const s = await scenario(t, {}, 3)
@@ -131,27 +130,15 @@ t.test('after a subscription longer than the prune age and the row limit, a blip
   t.equal((await s.states.user(s.users[0]!.id))?.tokenVersion, invalidated.tokenVersion, 'the old token version is refused: the next read has the new one')
 })
 
-/** A change committed whose publish never happened: its outbox row stays (no relay runs here). */
-async function unpublishedChangeThenBlip(t: Test, unsafe: Pick<RedisBusOptions, 'unsafeHorizonIgnoresOutbox'>) {
-  const s = await scenario(t, unsafe)
+/** A change committed whose publish never happened (nothing republishes it): the next catch-up has it. */
+t.test('a change whose publish never happened reaches a node at its next catch-up', async (t) => {
+  const s = await scenario(t)
   for (const user of s.users) await s.states.user(user.id)
   const unpublished = (await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id))!
-  // Only the outbox row may hold the horizon below the change, or the mutant is not tested.
-  await serverXminPast(s.db, 'the server\'s xmin to pass the unpublished change', 'SELECT max(xid) FROM change_outbox')
-  await horizonAdvancedAfterNow(s.readerMetrics)
+  await serverXminPast(s.db, 'the server\'s xmin to pass the unpublished change', 'SELECT max(xid) FROM change_log')
   t.ok(s.states.caches.users.get(s.users[0]!.id), 'the reader never heard of the change')
   await s.proxy.blackhole(':sub:')
   await waitFor('the reader to lose the channel', () => !s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
   await waitFor('the reader to reconnect, catch up and trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
-  return { s, served: await s.states.user(s.users[0]!.id), unpublished }
-}
-
-t.test('a change whose publish is not confirmed holds the horizon back: the next catch-up has it', async (t) => {
-  const { served, unpublished } = await unpublishedChangeThenBlip(t, {})
-  t.equal(served?.tokenVersion, unpublished.tokenVersion, 'after the blip the reader serves the new version')
-})
-
-t.test('the mutant horizon that ignores the outbox skips that change (the check above bites)', async (t) => {
-  const { served, unpublished } = await unpublishedChangeThenBlip(t, { unsafeHorizonIgnoresOutbox: true })
-  t.ok(served !== undefined && served.tokenVersion < unpublished.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${unpublished.tokenVersion} committed`)
+  t.equal((await s.states.user(s.users[0]!.id))?.tokenVersion, unpublished.tokenVersion, 'after the blip the reader serves the new version')
 })
