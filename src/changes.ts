@@ -1,14 +1,13 @@
-import type { Logger } from 'pino'
-import type { Change, InvalidationBus } from './bus/bus.js'
-import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor } from './domain.js'
-import { createBatcher } from './store/batcher.js'
-import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, Outboxed, Store, TokenRevocation, UserRecord } from './store/store.js'
+import type { InvalidationBus } from './bus/bus.js'
+import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor, type Change } from './domain.js'
+import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, PublishingWrite, Store, TokenRevocation, UserRecord } from './store/store.js'
 
 /**
  * The only way to change what verification sees: each method commits the row (with its
- * change_outbox row, in one statement), publishes the change on the bus, and only then
- * resolves with the committed record. When the bus cannot confirm the publish it rejects
- * (the write answers 503) and the outbox row stays for the relay (see bus/outbox-relay.ts).
+ * change_log row and audit event, in one statement), publishes the change on the bus, and
+ * only then resolves with the committed record. When the bus cannot confirm the publish it
+ * rejects (the write answers 503); the change is committed all the same, and every node
+ * reads it from the change log at its next catch-up.
  * undefined: no row matched, nothing was written.
  *
  * A route cannot forget the publish: the store's publishing writes are not handed to it.
@@ -30,32 +29,12 @@ export interface Changes {
   revokeToken(companyId: string, jti: string, exp: number, userId: string, actor?: Actor): Promise<TokenRevocation | undefined>
 }
 
-export interface ChangesService extends Changes {
-  /** Deletes the outbox rows of announced changes still queued (on shutdown). */
-  drain(): Promise<void>
-}
-
-type PublishingStore = Pick<
-  Store,
-  'incrementTokenVersion' | 'setUserActive' | 'setUserAgent' | 'updateAgent' | 'revokeApiKey' | 'revokeCompanyTokens' | 'revokeAgentTokens' | 'revokeToken' | 'deleteOutbox'
->
-
-export function createChanges({ store, bus, logger }: { store: PublishingStore; bus: InvalidationBus; logger: Logger }): ChangesService {
-  // Outbox rows of announced changes, deleted together a moment later, off the response
-  // path and best-effort: a row left behind is only republished by the relay.
-  const announced = createBatcher({
-    write: (ids) => store.deleteOutbox(ids),
-    onError: (error, rows) => logger.warn({ err: error, rows }, 'could not delete outbox rows; the relay will republish them'),
-    schedule: setImmediate,
-  })
-
-  async function commit<R>(write: Promise<Outboxed<R> | undefined>, change: (record: R) => Change): Promise<R | undefined> {
-    const written = await write
-    if (written === undefined) return undefined
-    const { outboxId, ...record } = written
-    await bus.publish(change(record as R))
-    announced.add(outboxId)
-    return record as R
+export function createChanges({ store, bus }: { store: Pick<Store, PublishingWrite>; bus: InvalidationBus }): Changes {
+  async function commit<R>(write: Promise<R | undefined>, change: (record: R) => Change): Promise<R | undefined> {
+    const record = await write
+    if (record === undefined) return undefined
+    await bus.publish(change(record))
+    return record
   }
 
   // Only the state fields travel: a record also carries timestamps.
@@ -74,6 +53,5 @@ export function createChanges({ store, bus, logger }: { store: PublishingStore; 
     revokeAgentTokens: (agentId, actor = ADMIN) => commit(store.revokeAgentTokens(agentId, actor), agent),
     revokeToken: (companyId, jti, exp, userId, actor = ADMIN) =>
       commit(store.revokeToken(companyId, jti, exp, userId, actor), (record) => ({ kind: 'token', jti: record.jti, exp: record.exp })),
-    drain: () => announced.drain(),
   }
 }

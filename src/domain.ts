@@ -90,6 +90,37 @@ export const companyState = (company: CompanyState): CompanyState => ({
   revision: company.revision,
 })
 
+/** A committed change, as the node that made it hands it to the bus (and what its own caches apply). */
+export type Change =
+  | { kind: 'user'; state: UserState }
+  | { kind: 'agent'; state: AgentState }
+  /** API keys travel without their secret hash: a revoked key is evicted and re-read. */
+  | { kind: 'apiKey'; keyId: string; revision: number }
+  /** A company's tokens generation grew (SPEC §7.1). */
+  | { kind: 'company'; state: CompanyState }
+  /**
+   * One token revoked by its jti (SPEC §7.1). Travels as the row `jti` at "revision" `exp`:
+   * a receiver adds it to its revoked set until then (it can only refuse more, never less).
+   */
+  | { kind: 'token'; jti: string; exp: number }
+
+/**
+ * What another node learns of a change: which row changed, and at which revision. It
+ * carries no state, so the store stays the only source of truth: a node evicts what it
+ * holds of that row below that revision and reads it again when asked.
+ */
+export interface RowChanged {
+  kind: Change['kind']
+  id: string
+  revision: number
+}
+
+export function rowChanged(change: Change): RowChanged {
+  if (change.kind === 'apiKey') return { kind: 'apiKey', id: change.keyId, revision: change.revision }
+  if (change.kind === 'token') return { kind: 'token', id: change.jti, revision: change.exp }
+  return { kind: change.kind, id: change.state.id, revision: change.state.revision }
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 

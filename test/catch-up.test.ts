@@ -43,12 +43,7 @@ async function scenario(t: Test, options: { mutant?: Mutant; catchUpLimit?: numb
   for (const externalId of ['a', 'b', 'c']) users.push((await store.createUserIfAbsent(company.id, externalId, null))!)
 
   const prefix = `chat-auth-catch-up-${randomBytes(4).toString('hex')}`
-  const changeLog: ChangeLog = {
-    async since(cursor) {
-      const read = await store.changesSince(cursor, catchUpLimit)
-      return { complete: read.complete, cursor: read.horizon, changes: read.changes }
-    },
-  }
+  const changeLog: ChangeLog = { since: (cursor) => store.changesSince(cursor, catchUpLimit) }
   const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
   t.teardown(() => proxy.close())
   const bus = (url: string, metrics: Metrics, log: ChangeLog) => createRedisBus({ url, leaseMs: LEASE_MS, logger, metrics, prefix, keys: KEYS, changeLog: log, catchUpEveryMs })
@@ -57,16 +52,17 @@ async function scenario(t: Test, options: { mutant?: Mutant; catchUpLimit?: numb
   const readerBus: RedisBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, mutant ? mutant(changeLog, () => readerBus) : changeLog)
   t.teardown(() => Promise.all([writerBus.close(), readerBus.close()]))
   const states = createStates(store, readerBus, 1000)
-  const changes = createChanges({ store: store as Store, bus: writerBus, logger })
+  const changes = createChanges({ store: store as Store, bus: writerBus })
   await Promise.all([writerBus.start(), readerBus.start()])
   return { db, store, company, users, proxy, readerBus, readerMetrics, states, changes }
 }
 
 /**
  * Waits until the server's snapshot xmin is above the transaction ids `sql` returns (the
- * largest of them). A horizon is that xmin, and a transaction open anywhere on the server
- * (another test file's, in the PostgreSQL pass) holds it back until it ends: a reader whose
- * horizon stayed below these rows would, rightly, read or flush what the test says it skips.
+ * largest of them). A read knows that no row it had not seen was pruned only from its
+ * cursor's xmin up, and a transaction open anywhere on the server (another test file's, in
+ * the PostgreSQL pass) holds that xmin back until it ends: a reader whose cursor stayed
+ * below pruned rows would, rightly, flush where the test says it catches up.
  */
 async function serverXminPast(db: Db, what: string, sql: string) {
   await waitFor(what, async () => (await db.query<{ passed: boolean | null }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) > (${sql}) AS passed`))[0]!.passed, {

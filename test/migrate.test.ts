@@ -1,11 +1,28 @@
 import { readdirSync } from 'node:fs'
-import t from 'tap'
-import { createPostgresDb } from '../src/store/db.js'
+import t, { type Test } from 'tap'
+import { createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js'
 import { freshPostgresDatabase } from './support/databases.js'
 import { migratedPglite } from './support/pglite-template.js'
 
 const files = readdirSync(MIGRATIONS_DIR).filter((name) => /^\d+_.+\.sql$/.test(name)).sort()
+
+/**
+ * After 007, as a node of the previous version sees the store: the very statement its
+ * horizon advance read (`horizonBound` then), the outbox rows its relay would republish (it
+ * knew these kinds only, and left any other in place), and the change log new nodes read.
+ */
+async function previousVersionView(t: Test, db: Db) {
+  const [bound] = await db.query<{ snapshot: string; outbox: string | null; unknown: boolean }>(
+    `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot,
+            (SELECT min(xid) FROM change_outbox)::text AS outbox,
+            EXISTS (SELECT 1 FROM change_outbox WHERE xid IS NULL) AS unknown`,
+  )
+  t.equal(bound!.unknown, true, 'outboxWithoutXid: an old node holds its horizon (007\'s row)')
+  t.equal(bound!.outbox, null)
+  t.same(await db.query(`SELECT kind FROM change_outbox WHERE kind IN ('user', 'agent', 'apiKey', 'company', 'token')`), [], "no row an old node's relay would republish and delete")
+  t.same(await db.query(`SELECT kind, key FROM change_log`), [], 'and nothing in the change log: the row is no change')
+}
 
 t.test('four nodes migrating one PostgreSQL at once apply each migration exactly once', async (t) => {
   const url = await freshPostgresDatabase(t)
@@ -16,6 +33,7 @@ t.test('four nodes migrating one PostgreSQL at once apply each migration exactly
   const rows = await dbs[0]!.query<{ name: string }>('SELECT name FROM schema_migration ORDER BY version')
   t.same(rows.map((r) => r.name), files)
   t.same(await migrate(dbs[1]!), { applied: [] }, 'a later run has nothing to do')
+  await previousVersionView(t, dbs[0]!)
 })
 
 // One migrated PGlite store for the two PGlite tests (loading one costs a second of CPU):
@@ -49,4 +67,5 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
   t.same(await publicTables(), ['agent', 'api_key', 'change_log', 'change_log_pruned', 'change_outbox', 'company', 'customer_user', 'event', 'gateway_secret', 'revoked_token', 'schema_migration'])
   const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_outbox' AND column_name = 'xid'`)
   t.same(xid.map((r) => r.data_type), ['xid8'], 'change_outbox records the writing transaction (006)')
+  await previousVersionView(t, db)
 })

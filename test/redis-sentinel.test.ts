@@ -100,7 +100,7 @@ t.test('primary killed: writes fail while no primary serves and succeed once the
     () => 'resolved',
     (error: unknown) => error,
   )
-  t.type(during, StoreUnavailableError, 'a publish while no primary answers rejects (the write answers 503; the outbox delivers it)')
+  t.type(during, StoreUnavailableError, 'a publish while no primary answers rejects (the write answers 503; the change log delivers it)')
   const killed = await killing
   t.ok(!a.bus.trusted() || !(await subscribedOn(killed, a).catch(() => false)), 'no node trusts a dead primary')
   await until('both nodes to trust again, on the new primary', () => a.bus.trusted() && b.bus.trusted(), 30_000)

@@ -4,7 +4,7 @@ import type { Metrics } from '../metrics.js'
 import type { ChangeLog, InvalidationBus } from '../bus/bus.js'
 import { createMemoryBus } from '../bus/memory-bus.js'
 import type { RedisBusOptions } from '../bus/redis-bus.js'
-import { claimedBus } from '../store/database-claim.js'
+import { claimedBus } from '../bus/claimed-bus.js'
 import type { DatabaseClaim } from '../store/database-claim.js'
 import type { Store } from '../store/store.js'
 import type { OnClose } from './lifecycle.js'
@@ -55,12 +55,7 @@ export async function openBus(onClose: OnClose, config: Config, options: BusOpti
 
 async function configuredBus(config: Config, options: BusOptions, parts: NodeParts): Promise<InvalidationBus> {
   if (!config.redis) return createMemoryBus()
-  const log: ChangeLog = {
-    async since(cursor) {
-      const read = await options.store.changesSince(cursor, CATCH_UP_LIMIT)
-      return { complete: read.complete, cursor: read.horizon, changes: read.changes }
-    },
-  }
+  const log: ChangeLog = { since: (cursor) => options.store.changesSince(cursor, CATCH_UP_LIMIT) }
   const { createRedisBus } = await import('../bus/redis-bus.js')
   const { deriveBusKeys } = await import('../bus/messages/messages.js')
   return createRedisBus({

@@ -50,7 +50,7 @@ export function openServices(onClose: OnClose, config: Config, parts: { store: S
     schedule: (flush) => setTimeout(flush, LAST_USED_FLUSH_MS).unref(),
   })
   onClose(() => usedKeys.drain())
-  const changes = createChanges({ store, bus, logger })
+  const changes = createChanges({ store, bus })
   const authenticateApiKey = createApiKeyAuthentication({
     findKey: states.apiKey,
     // the very query a cache miss makes (the batched one), so that both refusals cost the same

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import type { ChangeLog, RowChanged } from './bus.js'
+import type { RowChanged } from '../domain.js'
+import type { ChangeLog } from './bus.js'
 
 const RETRY_MS = 250
 /** How often a caught-up subscription reads the change log again: the bound on how late a change whose publish failed reaches this node. */

@@ -1,4 +1,5 @@
-import type { BusHealth, Change, InvalidationBus } from './bus.js'
+import type { Change } from '../domain.js'
+import type { BusHealth, InvalidationBus } from './bus.js'
 
 /**
  * One node, one process: a change is applied to the caches synchronously, before

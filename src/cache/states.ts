@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
-import type { Change, InvalidationBus, RowChanged } from '../bus/bus.js'
-import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type CompanyState, type UserState } from '../domain.js'
+import type { InvalidationBus } from '../bus/bus.js'
+import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type Change, type CompanyState, type RowChanged, type UserState } from '../domain.js'
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'

@@ -1,8 +1,7 @@
 /**
  * Bookkeeping writes off the request path: ids are collected and written together in one
- * statement a moment later. A failed write is reported and dropped; what the batch records
- * is either best-effort (an API key's last use) or recovered elsewhere (an outbox row left
- * behind is republished by the relay and deleted then).
+ * statement a moment later. A failed write is reported and dropped: what a batch records
+ * must be best-effort (an API key's last use).
  */
 export interface Batcher {
   add(id: string): void

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os'
 import pg from 'pg'
 import type { Logger } from 'pino'
-import type { BusHealth, InvalidationBus } from '../bus/bus.js'
 import { StoreUnavailableError } from '../errors.js'
 
 /**
@@ -176,31 +175,5 @@ async function describeHolders(client: pg.Client): Promise<string> {
     return rows.map((row) => row.who).filter(Boolean).join('; ')
   } catch {
     return ''
-  }
-}
-
-/**
- * The bus as the caches see it: trusted only while the bus vouches for them AND the claim is
- * held; a regained claim is a new epoch; a publish confirms only while the claim is held (a
- * node that may share the database unseen cannot promise every node has the change).
- */
-export function claimedBus(bus: InvalidationBus, claim: DatabaseClaim): InvalidationBus {
-  return {
-    start: () => bus.start(),
-    async publish(change) {
-      await bus.publish(change)
-      if (!claim.held()) throw new StoreUnavailableError('the claim on the database is lost: the change cannot be confirmed on every node')
-    },
-    onChange: (handler) => bus.onChange(handler),
-    onEpochChange(handler) {
-      bus.onEpochChange(handler)
-      claim.onRegained(handler)
-    },
-    trusted: () => claim.held() && bus.trusted(),
-    health(): BusHealth {
-      const health = bus.health()
-      return { ...health, trusted: health.trusted && claim.held() }
-    },
-    close: () => bus.close(),
   }
 }

@@ -19,7 +19,7 @@ t.test('/metrics: the service series on prom-client, and the process metrics', a
   t.match(text, /^# TYPE chat_auth_cache_hits_total counter$/m, 'a count kept by the cache is still a counter')
   t.match(text, /^chat_auth_cache_entries\{cache="users"\} 1$/m)
   t.match(text, /^chat_auth_cache_trusted 1$/m)
-  t.match(text, /^chat_auth_outbox_relay_failures_total 0$/m, 'an unlabelled counter shows from the start')
+  t.match(text, /^chat_auth_store_pool_errors_total 0$/m, 'an unlabelled counter shows from the start')
   for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
     t.match(text, new RegExp(`^${name} `, 'm'), `process metric ${name}`)
   }

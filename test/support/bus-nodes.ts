@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { createRedisBus, type RedisBus, type RedisBusOptions } from '../../src/bus/redis-bus.js'
-import type { Change, RowChanged } from '../../src/bus/bus.js'
+import type { Change, RowChanged } from '../../src/domain.js'
 import { Metrics } from '../../src/metrics.js'
 import { waitFor } from './poll.js'
 

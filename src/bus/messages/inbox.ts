@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import type { RowChanged } from '../bus.js'
+import type { RowChanged } from '../../domain.js'
 import type { BusMetrics } from '../bus-metrics.js'
 import type { AckMessage, MessageCodec, Rejection } from './messages.js'
 

@@ -2,7 +2,7 @@ import { createHmac, createPrivateKey, hkdfSync, timingSafeEqual } from 'node:cr
 import { Type, type Static } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { JwtKeyConfig } from '../../config.js'
-import type { RowChanged } from '../bus.js'
+import type { RowChanged } from '../../domain.js'
 
 /**
  * The two messages of the bus, their wire format, and their authentication.

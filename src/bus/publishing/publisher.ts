@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.js'
-import type { RowChanged } from '../bus.js'
+import type { RowChanged } from '../../domain.js'
 import type { AckMessage, MessageCodec } from '../messages/messages.js'
 import type { PublishReply, Registry } from './registry.js'
 
