@@ -36,7 +36,7 @@ const ONCE = [
 ]
 
 /** Files about the embedded store's data directory alone: the PGlite pass only. */
-const PGLITE_ONLY = ['test/data-dir-lock.test.ts', 'test/lifecycle.test.ts']
+const PGLITE_ONLY = ['test/assembly.test.ts', 'test/data-dir-lock.test.ts', 'test/lifecycle.test.ts']
 
 export const PASSES: Record<Store, { leaveOut: readonly string[]; jobs: number }> = {
   pglite: { leaveOut: ONCE, jobs: 2 },
