@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import net from 'node:net'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { pino } from 'pino'
@@ -6,7 +7,7 @@ import type { RedisSentinelConnection } from '../src/config.js'
 import { createSentinelWatch } from '../src/bus/connection/sentinel-watch.js'
 import { deriveBusKeys } from '../src/bus/messages/messages.js'
 import { StoreUnavailableError } from '../src/errors.js'
-import { sleep } from './support/poll.js'
+import { sleep, waitFor } from './support/poll.js'
 import { busNodes, userChanges, until as untilState, type BusNode } from './support/bus-nodes.js'
 import { startSentinelSet, type SentinelSet } from './support/services.js'
 
@@ -16,6 +17,14 @@ import { startSentinelSet, type SentinelSet } from './support/services.js'
  * nothing is timed, every wait is for a state.
  */
 const LEASE_MS = 200
+
+/** Whether nothing listens on the port any more (a killed server). */
+const refusesConnections = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' })
+    socket.once('connect', () => (socket.destroy(), resolve(false)))
+    socket.once('error', () => resolve(true))
+  })
 const prefix = `chat-auth-sentinel-${randomBytes(4).toString('hex')}`
 const logger = pino({ level: 'silent' })
 const KEYS = deriveBusKeys([{ alg: 'HS256', secret: 'redis-sentinel-test-secret-of-at-least-32-bytes' }])
@@ -94,8 +103,10 @@ t.test('primary killed: writes fail while no primary serves and succeed once the
   await Promise.all([a.bus.start(), b.bus.start()])
   await until('both nodes to trust their caches', () => a.bus.trusted() && b.bus.trusted())
   // A sentinel refuses a new failover for a while after the last one; the kill waits it out.
+  const before = await set.primaryPort()
   const killing = set.killPrimary(60_000)
-  await sleep(20)
+  // The publish must go out once the primary is gone (a fixed sleep lost that race on a busy machine).
+  await waitFor('the primary to be gone', () => refusesConnections(before), { timeoutMs: 10_000, everyMs: 5 })
   const during = await a.bus.publish(userChange('while-down')).then(
     () => 'resolved',
     (error: unknown) => error,

@@ -39,7 +39,7 @@ t.test('the store matrix: every file of tap\'s list runs in a pass, and only the
   const pglite = filesOf('pglite', all)
   const postgres = filesOf('postgres', all)
   t.same([...new Set([...pglite, ...postgres])].sort(), [...all].sort(), 'no file is left out of both')
-  t.same(all.filter((file) => !postgres.includes(file)), ['test/data-dir-lock.test.ts', 'test/lifecycle.test.ts'])
+  t.same(all.filter((file) => !postgres.includes(file)), ['test/assembly.test.ts', 'test/data-dir-lock.test.ts', 'test/lifecycle.test.ts'])
   t.ok(pglite.includes('test/api.test.ts') && postgres.includes('test/api.test.ts'), 'the API tests run on both stores')
   t.notOk(pglite.includes('test/proxies/proxies.test.ts'), 'the proxy tests run once')
   t.same(filesOf('postgres', all, ['test/docs-page.test.ts', 'test/lifecycle.test.ts']), ['test/docs-page.test.ts'], 'named files: those of the pass')

@@ -21,7 +21,9 @@ export interface OpenedStore {
  */
 export async function openStore(onClose: OnClose, config: Config, options: { logger: Logger; metrics: Metrics; db?: Db | undefined }): Promise<OpenedStore> {
   const { logger } = options
-  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl, { onPoolError: poolErrorReporter(options.metrics, logger) }) : await createPgliteDb(config.dataDir))
+  // Registered whatever the store, so that the series is there from the start (0 without a pool).
+  const onPoolError = poolErrorReporter(options.metrics, logger)
+  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl, { onPoolError }) : await createPgliteDb(config.dataDir))
   if (!options.db) onClose(() => db.close())
   const claim = config.databaseUrl && db.kind === 'postgres' ? await claimDatabase({ connectionString: config.databaseUrl, mode: config.redis ? 'shared' : 'exclusive', logger }) : undefined
   if (claim) onClose(() => claim.release())

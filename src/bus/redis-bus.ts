@@ -4,10 +4,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { RedisConnection } from '../config.js'
 import type { Metrics } from '../metrics.js'
-import { rowChanged, type Change, type RowChanged } from '../domain.js'
+import { rowChanged } from '../domain.js'
 import type { BusHealth, ChangeLog, InvalidationBus } from './bus.js'
 import { createBusMetrics, throttledLog } from './bus-metrics.js'
 import { createCatchUp } from './catch-up.js'
+import { createListeners } from './listeners.js'
 import { createPrimaryVouching } from './connection/primary-vouching.js'
 import { createSentinelWatch, type SentinelWatch, type SentinelWatchOptions } from './connection/sentinel-watch.js'
 import { createInbox } from './messages/inbox.js'
@@ -71,37 +72,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
   const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
   const warn = throttledLog(log, now)
-  const changeHandlers: Array<(change: Change | RowChanged) => void> = []
-  const epochHandlers: Array<() => void> = []
   let closed = false
   let started = false
-  let epoch = 0
 
   const trust = new Trust(leaseMs, leaseMs * 3)
-  const count = createBusMetrics(options.metrics, { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => epoch })
-
-  function newEpoch(reason: string): void {
-    epoch++
-    count.epoch(reason)
-    runAll(epochHandlers, undefined, () => log.error('epoch handler failed'))
-  }
-
-  function deliver(change: Change | RowChanged): void {
-    // A change we could not apply may leave a stale entry: start afresh.
-    runAll(changeHandlers, change, () => (log.error({ kind: change.kind }, 'change handler failed; flushing caches'), newEpoch('handler_error')))
-  }
-
-  function runAll<T>(handlers: Array<(value: T) => void>, value: T, failed: () => void): void {
-    for (const handler of handlers) {
-      try {
-        handler(value)
-      } catch (error) {
-        count.error('handler')
-        log.error({ err: error }, 'bus handler threw')
-        failed()
-      }
-    }
-  }
+  const count = createBusMetrics(options.metrics, { subscribed: () => trust.isSubscribed(), registered: () => trust.registeredAt(now()), trusted: () => trusted(), epoch: () => listeners.epoch() })
+  const listeners = createListeners(count, log)
+  const { deliver, newEpoch } = listeners
 
   // ── publishing: the registry on the command connection, publish with acks ───
   const registry = createRegistry({
@@ -237,14 +214,10 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       deliver(change)
       return publisher.publish(rowChanged(change))
     },
-    onChange(handler) {
-      changeHandlers.push(handler)
-    },
-    onEpochChange(handler) {
-      epochHandlers.push(handler)
-    },
+    onChange: listeners.onChange,
+    onEpochChange: listeners.onEpochChange,
     trusted,
-    health: (): BusHealth => ({ ready: trusted(), trusted: trusted(), epoch }),
+    health: (): BusHealth => ({ ready: trusted(), trusted: trusted(), epoch: listeners.epoch() }),
     async close() {
       if (closed) return
       // Stop trusting before leaving the registry: writers stop waiting for us from then on.
