@@ -242,6 +242,13 @@ const selected = (faults: Fault[]) => {
 }
 
 const MUTANT_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]!, FAULTS[1]!]
+/**
+ * The faults of `subscribed-reads-skip`: only a half-open subscriber leaves a node trusting
+ * (and reading the log) while the messages it misses go by, and most of what it then drops
+ * is repaired by its own reads of the store while it does not trust; what is not (tokens
+ * revoked alone) shows a few times per fault, so it gets more of them.
+ */
+const HALF_OPEN_FAULTS = Array.from({ length: 8 }, () => FAULTS[1]!)
 
 interface Result {
   verifications: number
@@ -659,7 +666,7 @@ for (const [mutant, what] of [
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
-    const result = await drive(s, selected(MUTANT_FAULTS), (line) => t.comment(line))
+    const result = await drive(s, selected(mutant === 'subscribed-reads-skip' ? HALF_OPEN_FAULTS : MUTANT_FAULTS), (line) => t.comment(line))
     t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
     else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
