@@ -1,12 +1,20 @@
 /**
  * Every failure of a client call, as one typed object: the gateway's error body
  * (`statusCode`, `code`, `message`) when it answered, or a client-side `code` when it did not.
+ *
+ * Whose fault it is shows in the code. A call whose arguments cannot be sent (a token with a
+ * line break or a character above U+00FF, an id that is not well-formed text, a body JSON
+ * cannot hold) rejects with `INVALID_ARGUMENT` before any request, and is never retried: an
+ * end user's bad token is not "the gateway is down". A wrong client option is the program's
+ * mistake, not a call's: `new ChatAuthClient(…)` throws a `TypeError` naming the option
+ * (`client option timeoutMs: …`), and so does a call that needs an option the client was
+ * made without (`apiKey`, `adminToken`).
  */
 export class ChatAuthError extends Error {
   override readonly name = 'ChatAuthError'
 
   constructor(
-    /** the HTTP status; 0 when no answer arrived (network error, timeout) */
+    /** the HTTP status of the answer, whatever its body says; 0 when none arrived (network error, timeout) or none was sent (bad argument) */
     readonly statusCode: number,
     /** the gateway's machine code (`TOKEN_REVOKED`, `INVALID_API_CREDENTIALS`, …) or one of {@link CLIENT_CODES} */
     readonly code: string,
@@ -37,6 +45,10 @@ export const CLIENT_CODES = {
   TIMEOUT: 'TIMEOUT',
   /** the call was aborted through the caller's signal (statusCode 0) */
   ABORTED: 'ABORTED',
-  /** an answer that is not the gateway's JSON (a proxy's error page, say) */
+  /** an answer that is not the gateway's JSON (a proxy's error page, say), or an error body whose statusCode is not the answer's status */
   UNEXPECTED_RESPONSE: 'UNEXPECTED_RESPONSE',
+  /** a success that is not the answer the call promises (verify: anything but a 200 with the identity); never read as "allow", never retried */
+  PROTOCOL_ERROR: 'PROTOCOL_ERROR',
+  /** the call's arguments cannot be sent (statusCode 0): nothing was sent, nothing is retried */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
 } as const

@@ -13,7 +13,10 @@
  * issued in between). A write that answered 503 may still have been applied: the gateway
  * could not confirm that every node has seen it; look before you repeat it.
  */
-import { Transport, type Call, type TransportOptions } from './transport.js'
+import { isVerified } from './answers.js'
+import { pathSegment } from './input.js'
+import { checkCredentials, type ClientOptions } from './options.js'
+import { Transport, type Call } from './transport.js'
 import type {
   Agent,
   AgentTokensRevoked,
@@ -33,14 +36,7 @@ import type {
 
 export { ChatAuthError, CLIENT_CODES } from './errors.js'
 export type * from './types.js'
-export type { TransportOptions } from './transport.js'
-
-export interface ClientOptions extends TransportOptions {
-  /** the company's API key, for issueToken, invalidate and revokeToken */
-  apiKey?: { keyId: string; keySecret: string }
-  /** the deployment's ADMIN_TOKEN, for the `admin` calls */
-  adminToken?: string
-}
+export type { ClientOptions, TransportOptions } from './options.js'
 
 /** Options of one call. */
 export interface CallOptions {
@@ -48,7 +44,8 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
-const id = (value: string) => encodeURIComponent(value)
+/** An id as one path segment; not a string, or not well-formed text, is INVALID_ARGUMENT. */
+const id = (value: string) => pathSegment(value, 'an id')
 
 export class ChatAuthClient {
   /** The admin API (needs `adminToken`). */
@@ -56,8 +53,10 @@ export class ChatAuthClient {
   private readonly transport: Transport
   private readonly apiKey: ClientOptions['apiKey']
 
+  /** Throws a TypeError naming the option, should one be wrong (see ChatAuthError). */
   constructor(options: ClientOptions) {
     this.transport = new Transport(options)
+    checkCredentials(options)
     this.apiKey = options.apiKey
     this.admin = new AdminClient(this.transport, options.adminToken)
   }
@@ -82,7 +81,8 @@ export class ChatAuthClient {
    * 401 and the denial's `code` (`TOKEN_REVOKED`, `TOKEN_EXPIRED`, …). Retried.
    */
   verify(token: string, options: CallOptions = {}): Promise<Verified> {
-    return this.transport.send({ method: 'GET', path: '/rest/v1/auth/verify', bearer: token, idempotent: true, signal: options.signal })
+    const expect = { status: 200, matches: isVerified, what: 'the identity of a token' }
+    return this.transport.send({ method: 'GET', path: '/rest/v1/auth/verify', bearer: token, idempotent: true, signal: options.signal, expect })
   }
 
   private credentials(): { keyId: string; keySecret: string } {
@@ -91,69 +91,72 @@ export class ChatAuthClient {
   }
 }
 
-/** The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN>`). */
+/**
+ * The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN>`). Every call is async,
+ * so that a bad id rejects (INVALID_ARGUMENT) like any other failure instead of throwing.
+ */
 export class AdminClient {
   constructor(
     private readonly transport: Transport,
     private readonly adminToken: string | undefined,
   ) {}
 
-  createCompany(body: { name: string }, options: CallOptions = {}): Promise<Company> {
+  async createCompany(body: { name: string }, options: CallOptions = {}): Promise<Company> {
     return this.send({ method: 'POST', path: '/admin/v1/companies', body, idempotent: false }, options)
   }
 
-  getCompany(companyId: string, options: CallOptions = {}): Promise<Company> {
+  async getCompany(companyId: string, options: CallOptions = {}): Promise<Company> {
     return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}`, idempotent: true }, options)
   }
 
-  updateCompany(companyId: string, body: { name?: string; defaultAgentId?: string }, options: CallOptions = {}): Promise<Company> {
+  async updateCompany(companyId: string, body: { name?: string; defaultAgentId?: string }, options: CallOptions = {}): Promise<Company> {
     return this.send({ method: 'PATCH', path: `/admin/v1/companies/${id(companyId)}`, body, idempotent: true }, options)
   }
 
   /** The company's first agent becomes its default agent. */
-  createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
+  async createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
     return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/agents`, body, idempotent: false }, options)
   }
 
   /** Deactivation takes effect on every node before this resolves. */
-  updateAgent(agentId: string, body: { name?: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
+  async updateAgent(agentId: string, body: { name?: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
     return this.send({ method: 'PATCH', path: `/admin/v1/agents/${id(agentId)}`, body, idempotent: true }, options)
   }
 
   /** The answer holds the key's secret: the only time it is shown. */
-  createApiKey(companyId: string, body: { name?: string } = {}, options: CallOptions = {}): Promise<CreatedApiKey> {
+  async createApiKey(companyId: string, body: { name?: string } = {}, options: CallOptions = {}): Promise<CreatedApiKey> {
     return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/api-keys`, body, idempotent: false }, options)
   }
 
-  listApiKeys(companyId: string, options: CallOptions = {}): Promise<ApiKey[]> {
+  async listApiKeys(companyId: string, options: CallOptions = {}): Promise<ApiKey[]> {
     return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/api-keys`, idempotent: true }, options)
   }
 
-  revokeApiKey(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
+  async revokeApiKey(keyId: string, options: CallOptions = {}): Promise<RevokedApiKey> {
     return this.send({ method: 'DELETE', path: `/admin/v1/api-keys/${id(keyId)}`, idempotent: true }, options)
   }
 
-  getCustomerUser(customerUserId: string, options: CallOptions = {}): Promise<CustomerUser> {
+  async getCustomerUser(customerUserId: string, options: CallOptions = {}): Promise<CustomerUser> {
     return this.send({ method: 'GET', path: `/admin/v1/customer-users/${id(customerUserId)}`, idempotent: true }, options)
   }
 
   /** Deactivation takes effect on every node before this resolves. */
-  updateCustomerUser(customerUserId: string, body: { active: boolean }, options: CallOptions = {}): Promise<CustomerUser> {
+  async updateCustomerUser(customerUserId: string, body: { active: boolean }, options: CallOptions = {}): Promise<CustomerUser> {
     return this.send({ method: 'PATCH', path: `/admin/v1/customer-users/${id(customerUserId)}`, body, idempotent: true }, options)
   }
 
   /** Every token of the company issued before this resolves stops working; later ones are valid. Not retried. */
-  revokeCompanyTokens(companyId: string, options: CallOptions = {}): Promise<CompanyTokensRevoked> {
+  async revokeCompanyTokens(companyId: string, options: CallOptions = {}): Promise<CompanyTokensRevoked> {
     return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/revoke-tokens`, idempotent: false }, options)
   }
 
   /** Every token of the agent issued before this resolves stops working; later ones are valid. Not retried. */
-  revokeAgentTokens(agentId: string, options: CallOptions = {}): Promise<AgentTokensRevoked> {
+  async revokeAgentTokens(agentId: string, options: CallOptions = {}): Promise<AgentTokensRevoked> {
     return this.send({ method: 'POST', path: `/admin/v1/agents/${id(agentId)}/revoke-tokens`, idempotent: false }, options)
   }
 
   /** One page of the company's events, newest first (`limit` 1–500, default 100). */
-  listEvents(companyId: string, page: { limit?: number; before?: string } = {}, options: CallOptions = {}): Promise<EventPage> {
+  async listEvents(companyId: string, page: { limit?: number; before?: string } = {}, options: CallOptions = {}): Promise<EventPage> {
     return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/events`, query: { limit: page.limit, before: page.before }, idempotent: true }, options)
   }
 

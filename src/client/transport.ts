@@ -1,24 +1,15 @@
 import { ChatAuthError, CLIENT_CODES } from './errors.js'
+import { abortSignal, bearerToken, jsonBody } from './input.js'
+import { transportSettings, type TransportOptions, type TransportSettings } from './options.js'
 
-export interface TransportOptions {
-  /** the gateway's base URL; a path in it (a proxy's prefix) is kept */
-  baseUrl: string | URL
-  /** per attempt, in milliseconds (default 10,000) */
-  timeoutMs?: number
-  /** further attempts of a call that is safe to repeat (default 2) */
-  retries?: number
-  /** the first wait between attempts, doubled each time (default 100 ms; a Retry-After wins, up to 5 s) */
-  retryDelayMs?: number
-  /** another fetch (a proxy agent, a test double); default the global fetch */
-  fetch?: typeof fetch
-}
+export type { TransportOptions } from './options.js'
 
 export interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE'
   path: string
   query?: Record<string, string | number | undefined>
   body?: unknown
-  /** the Authorization header */
+  /** the Authorization header's token, where the call has one (present as a key even when the caller passed undefined: that is checked, not left out) */
   bearer?: string
   /**
    * Whether the call may be sent again after a failure that leaves its outcome unknown: a
@@ -28,41 +19,50 @@ export interface Call {
   idempotent: boolean
   /** the caller's own signal, next to the timeout */
   signal?: AbortSignal | undefined
+  /**
+   * The one answer the call resolves with, where acting on another would be wrong (verify:
+   * a 200 with the identity); any other success is PROTOCOL_ERROR.
+   */
+  expect?: { status: number; matches: (body: unknown) => boolean; what: string }
 }
+
+/** A call checked and written out once, before its first attempt. */
+interface Request {
+  call: Call
+  url: URL
+  headers: Record<string, string>
+  body: string | undefined
+  signal: AbortSignal | undefined
+}
+
+/** What is worth another attempt: no answer, or a status that says "not now" (the body has no say). */
+const RETRY_STATUSES = new Set([502, 503, 504])
 
 const MAX_RETRY_WAIT_MS = 5000
 
 /** The gateway's HTTP API over fetch: timeouts, safe retries, and errors as {@link ChatAuthError}. */
 export class Transport {
-  private readonly base: URL
-  private readonly timeoutMs: number
-  private readonly retries: number
-  private readonly retryDelayMs: number
-  private readonly fetch: typeof fetch
+  private readonly settings: TransportSettings
 
+  /** Throws a TypeError naming the option that is wrong (options.ts). */
   constructor(options: TransportOptions) {
-    const base = new URL(options.baseUrl)
-    // Paths are joined below the base's own path, so that a prefix like /auth/ is kept.
-    if (!base.pathname.endsWith('/')) base.pathname += '/'
-    this.base = base
-    this.timeoutMs = options.timeoutMs ?? 10_000
-    this.retries = Math.max(0, options.retries ?? 2)
-    this.retryDelayMs = options.retryDelayMs ?? 100
-    this.fetch = options.fetch ?? globalThis.fetch
+    this.settings = transportSettings(options)
   }
 
   /** The URL a call goes to (also what an error message names). */
   url(path: string, query: Call['query'] = {}): URL {
-    const url = new URL(path.replace(/^\//, ''), this.base)
+    const url = new URL(path.replace(/^\//, ''), this.settings.base)
     for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, String(value))
     return url
   }
 
+  /** Rejects with INVALID_ARGUMENT, before anything is sent, when the call cannot be written out. */
   async send<T>(call: Call): Promise<T> {
-    const attempts = call.idempotent ? this.retries + 1 : 1
+    const request = this.prepare(call)
+    const attempts = call.idempotent ? this.settings.retries + 1 : 1
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.attempt<T>(call)
+        return await this.attempt<T>(request)
       } catch (error) {
         if (!(error instanceof ChatAuthError) || attempt >= attempts || !worthRetrying(error)) throw error
         await wait(this.retryWait(error, attempt), call.signal)
@@ -70,22 +70,31 @@ export class Transport {
     }
   }
 
-  private async attempt<T>(call: Call): Promise<T> {
-    const url = this.url(call.path, call.query)
-    const signal = call.signal === undefined ? AbortSignal.timeout(this.timeoutMs) : AbortSignal.any([call.signal, AbortSignal.timeout(this.timeoutMs)])
+  private prepare(call: Call): Request {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (call.body !== undefined) headers['content-type'] = 'application/json'
-    if (call.bearer !== undefined) headers.authorization = `Bearer ${call.bearer}`
+    if ('bearer' in call) headers.authorization = `Bearer ${bearerToken(call.bearer)}`
+    const body = call.body === undefined ? undefined : jsonBody(call.body)
+    return { call, url: this.url(call.path, call.query), headers, body, signal: abortSignal(call.signal) }
+  }
+
+  private async attempt<T>({ call, url, headers, body: sent, signal: callerSignal }: Request): Promise<T> {
+    const timeout = AbortSignal.timeout(this.settings.timeoutMs)
+    const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout])
     let response: Response
     let text: string
     try {
-      response = await this.fetch(url, { method: call.method, headers, body: call.body === undefined ? undefined : JSON.stringify(call.body), signal })
+      const { fetch } = this.settings
+      response = await fetch(url, { method: call.method, headers, body: sent, signal })
       text = await response.text()
     } catch (error) {
-      throw noAnswer(error, url, call.signal)
+      throw noAnswer(error, url, callerSignal)
     }
     const body = parseJson(text)
     if (response.ok) {
+      if (call.expect !== undefined && (response.status !== call.expect.status || !call.expect.matches(body))) {
+        throw new ChatAuthError(response.status, CLIENT_CODES.PROTOCOL_ERROR, `${call.method} ${url.pathname} answered ${response.status} without ${call.expect.what}`)
+      }
       if (body === undefined) throw new ChatAuthError(response.status, CLIENT_CODES.UNEXPECTED_RESPONSE, `${call.method} ${url.pathname}: the answer is not JSON`)
       return body as T
     }
@@ -95,15 +104,15 @@ export class Transport {
   private retryWait(error: ChatAuthError, attempt: number): number {
     if (error.retryAfter !== undefined) return Math.min(error.retryAfter * 1000, MAX_RETRY_WAIT_MS)
     // Exponential, with jitter so that many clients do not come back at once.
-    const ceiling = this.retryDelayMs * 2 ** (attempt - 1)
+    const ceiling = this.settings.retryDelayMs * 2 ** (attempt - 1)
     return Math.min(ceiling / 2 + Math.random() * (ceiling / 2), MAX_RETRY_WAIT_MS)
   }
 }
 
 /** No answer at all, or the gateway (or a proxy before it) could not serve the call for now. */
 function worthRetrying(error: ChatAuthError): boolean {
-  if (error.code === CLIENT_CODES.ABORTED) return false
-  return error.statusCode === 0 || error.statusCode === 502 || error.statusCode === 503 || error.statusCode === 504
+  if (error.statusCode === 0) return error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT
+  return RETRY_STATUSES.has(error.statusCode)
 }
 
 function noAnswer(error: unknown, url: URL, callerSignal: AbortSignal | undefined): ChatAuthError {
@@ -116,13 +125,14 @@ function noAnswer(error: unknown, url: URL, callerSignal: AbortSignal | undefine
 
 function answeredError(response: Response, body: unknown, call: Call, url: URL): ChatAuthError {
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'))
-  if (isErrorBody(body)) return new ChatAuthError(body.statusCode, body.code, body.message, { retryAfter })
+  if (isErrorBody(body, response.status)) return new ChatAuthError(response.status, body.code, body.message, { retryAfter })
   return new ChatAuthError(response.status, CLIENT_CODES.UNEXPECTED_RESPONSE, `${call.method} ${url.pathname} answered ${response.status} without the gateway's error body`, { retryAfter })
 }
 
-function isErrorBody(body: unknown): body is { statusCode: number; code: string; message: string } {
-  const candidate = body as { statusCode?: unknown; code?: unknown; message?: unknown } | undefined
-  return typeof candidate?.statusCode === 'number' && typeof candidate.code === 'string' && typeof candidate.message === 'string'
+/** The gateway's error body, whose statusCode is the status it came with (one that disagrees is someone else's). */
+function isErrorBody(body: unknown, status: number): body is { statusCode: number; code: string; message: string } {
+  const candidate = body as { statusCode?: unknown; code?: unknown; message?: unknown } | null | undefined
+  return candidate?.statusCode === status && typeof candidate.code === 'string' && typeof candidate.message === 'string'
 }
 
 function parseJson(text: string): unknown {

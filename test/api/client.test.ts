@@ -24,6 +24,14 @@ async function failure(promise: Promise<unknown>): Promise<ChatAuthError> {
   return error
 }
 
+/** A verify answer as the API reference gives it, for the hand-made gateways below. */
+const IDENTITY = {
+  user: { id: randomUUID(), externalId: 'user-42', companyId: randomUUID(), agentId: randomUUID() },
+  agent: { id: randomUUID(), name: 'Support bot', active: true },
+  tokenVersion: 0,
+  expiresAt: '2030-01-01T00:00:00.000Z',
+}
+
 async function tenant(name: string) {
   const company = await admin.createCompany({ name })
   const agent = await admin.createAgent(company.id, { name: `${name} agent` })
@@ -193,12 +201,12 @@ const unavailable = (response: ServerResponse) =>
 t.test('safe calls are retried on 503, then answer; unsafe ones are sent once', async (t) => {
   const flaky = await hop(t, (request, response, attempt) => {
     if (attempt % 3 !== 0) return unavailable(response)
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: attempt }))
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...IDENTITY, tokenVersion: attempt }))
   })
   const client = new ChatAuthClient({ baseUrl: flaky.url, apiKey: { keyId: 'ak_x', keySecret: 'sk_x' }, adminToken: ADMIN_TOKEN, retries: 2, retryDelayMs: 1 })
-  t.same(await client.verify('token'), { ok: 3 }, 'verify: third attempt answers')
+  t.equal((await client.verify('token')).tokenVersion, 3, 'verify: third attempt answers')
   t.equal(flaky.attempts, 3)
-  t.same(await client.admin.getCompany(randomUUID()), { ok: 6 }, 'an admin read: the same')
+  t.match(await client.admin.getCompany(randomUUID()), { tokenVersion: 6 }, 'an admin read: the same')
 
   for (const [name, call] of [
     ['issueToken', () => client.issueToken({ userId: 'u' })],
@@ -260,4 +268,118 @@ t.test('a gateway that never answers: TIMEOUT after timeoutMs per attempt; the c
   const aborted = failure(new ChatAuthClient({ baseUrl: stuck.url, retries: 5 }).verify('token', { signal: controller.signal }))
   controller.abort()
   t.match(await aborted, { statusCode: 0, code: CLIENT_CODES.ABORTED })
+})
+
+// ── Bad input, odd answers ──────────────────────────────────────────────────
+
+/** The fields that say what failed, to compare exactly. */
+const codeOf = (error: ChatAuthError) => ({ statusCode: error.statusCode, code: error.code })
+
+t.test('bad input from the caller is INVALID_ARGUMENT (statusCode 0): no request is sent, nothing is retried', async (t) => {
+  const gateway = await hop(t, (_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(IDENTITY)))
+  const client = new ChatAuthClient({ baseUrl: gateway.url, apiKey: { keyId: 'ak_x', keySecret: 'sk_x' }, adminToken: ADMIN_TOKEN, retries: 3, retryDelayMs: 1 })
+  // What an end user may hand a backend as "their token": nothing an HTTP header can carry.
+  for (const [name, token] of [
+    ['a line feed', 'eyJ.a\nb.c'],
+    ['CR LF', 'eyJ.a\r\nX-Injected: 1'],
+    ['a trailing line feed', 'eyJ.a.b\n'],
+    ['a NUL', 'eyJ\0.a.b'],
+    ['a character above U+00FF', 'eyJ.€.b'],
+    ['an emoji', 'eyJ.😀.b'],
+    ['a number', 42 as unknown as string],
+    ['undefined', undefined as unknown as string],
+  ] as const) {
+    const error = await failure(client.verify(token))
+    t.same(codeOf(error), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, `verify with ${name}`)
+    t.notMatch(error.message, /could not reach/, `${name}: not called a network failure`)
+  }
+  t.same(codeOf(await failure(client.admin.getCompany('\uD800'))), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, 'an id that is not well-formed text')
+  t.same(codeOf(await failure(client.admin.getCustomerUser(7 as unknown as string))), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, 'an id that is not a string')
+  t.same(codeOf(await failure(client.issueToken({ userId: 10n as unknown as string }))), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, 'a body JSON cannot carry')
+  const looped: Record<string, unknown> = { name: 'loop' }
+  looped.self = looped
+  t.same(codeOf(await failure(client.admin.createCompany(looped as { name: string }))), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, 'a body that refers to itself')
+  t.same(codeOf(await failure(client.verify('token', { signal: 'stop' as unknown as AbortSignal }))), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT }, 'a signal that is not one')
+  t.equal(gateway.attempts, 0, 'not one request was sent')
+
+  // A token the header can carry goes to the gateway, which decides.
+  t.same(codeOf(await failure(new ChatAuthClient({ baseUrl }).verify('eyJ.é.b'))), { statusCode: 401, code: 'INVALID_TOKEN' }, 'a Latin-1 token: the real gateway refuses it')
+})
+
+t.test('client options are checked at construction: a TypeError naming the option', async (t) => {
+  for (const [option, value] of [
+    ['baseUrl', 'not a url'],
+    ['baseUrl', 'ftp://127.0.0.1/'],
+    ['baseUrl', 'http://user:secret@127.0.0.1/'],
+    ['baseUrl', undefined],
+    ['timeoutMs', NaN],
+    ['timeoutMs', -1],
+    ['timeoutMs', 0],
+    ['timeoutMs', 1.5],
+    ['timeoutMs', 2 ** 31],
+    ['timeoutMs', '100'],
+    ['retries', -1],
+    ['retries', NaN],
+    ['retries', 0.5],
+    ['retries', Infinity],
+    ['retryDelayMs', -1],
+    ['retryDelayMs', NaN],
+    ['retryDelayMs', Infinity],
+    ['fetch', 'fetch'],
+    ['adminToken', 'admin\ntoken'],
+    ['adminToken', 'tökén€'],
+    ['adminToken', 12],
+    ['apiKey', { keyId: 'ak_x' }],
+    ['apiKey', { keyId: 1, keySecret: 'sk_x' }],
+    ['apiKey', 'ak_x:sk_x'],
+  ] as const) {
+    t.throws(
+      () => new ChatAuthClient({ baseUrl, [option]: value } as unknown as ConstructorParameters<typeof ChatAuthClient>[0]),
+      { name: 'TypeError', message: new RegExp(`client option ${option}\\b`) },
+      `${option}: ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
+    )
+  }
+  t.doesNotThrow(() => new ChatAuthClient({ baseUrl, timeoutMs: 1, retries: 0, retryDelayMs: 0, adminToken: ADMIN_TOKEN, apiKey: { keyId: 'ak', keySecret: 'sk' } }), 'the smallest settings')
+  t.doesNotThrow(() => new ChatAuthClient({ baseUrl: new URL(baseUrl), timeoutMs: 2 ** 31 - 1 }), 'the largest timeout')
+})
+
+t.test('verify resolves only with the identity of a 200 answer; anything else is PROTOCOL_ERROR, not retried', async (t) => {
+  let answer = { status: 200, body: JSON.stringify(IDENTITY) }
+  const gateway = await hop(t, (_request, response) => response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body))
+  const client = new ChatAuthClient({ baseUrl: gateway.url, retries: 2, retryDelayMs: 1 })
+  t.same(await client.verify('token'), IDENTITY, 'the identity the API reference gives')
+  for (const [name, status, body] of [
+    ['null', 200, null],
+    ['an empty object', 200, {}],
+    ['an array', 200, [IDENTITY]],
+    ['true', 200, true],
+    ['no agent', 200, { ...IDENTITY, agent: undefined }],
+    ['a user without an id', 200, { ...IDENTITY, user: { ...IDENTITY.user, id: undefined } }],
+    ['an inactive agent as a string', 200, { ...IDENTITY, agent: { ...IDENTITY.agent, active: 'true' } }],
+    ['tokenVersion as a string', 200, { ...IDENTITY, tokenVersion: '0' }],
+    ['no expiresAt', 200, { ...IDENTITY, expiresAt: undefined }],
+    ['the identity with 201', 201, IDENTITY],
+    ['the identity with 204', 204, IDENTITY],
+  ] as const) {
+    answer = { status, body: status === 204 ? '' : JSON.stringify(body) }
+    gateway.attempts = 0
+    t.same(codeOf(await failure(client.verify('token'))), { statusCode: status, code: CLIENT_CODES.PROTOCOL_ERROR }, name)
+    t.equal(gateway.attempts, 1, `${name}: not retried`)
+  }
+})
+
+t.test('retries follow the HTTP status, never what the body claims', async (t) => {
+  let answer = { status: 500, body: { statusCode: 503, message: 'Service temporarily unavailable', code: 'SERVICE_UNAVAILABLE' } as object }
+  const gateway = await hop(t, (_request, response) => response.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body)))
+  const client = new ChatAuthClient({ baseUrl: gateway.url, adminToken: ADMIN_TOKEN, retries: 2, retryDelayMs: 1 })
+  t.same(codeOf(await failure(client.verify('token'))), { statusCode: 500, code: CLIENT_CODES.UNEXPECTED_RESPONSE }, 'a 500 whose body says 503 is a 500')
+  t.equal(gateway.attempts, 1, 'and is not retried')
+
+  answer = { status: 503, body: { statusCode: 400, message: 'Bad request', code: 'VALIDATION_ERROR' } }
+  gateway.attempts = 0
+  t.same(codeOf(await failure(client.admin.getCompany(randomUUID()))), { statusCode: 503, code: CLIENT_CODES.UNEXPECTED_RESPONSE }, 'a 503 whose body says 400 is a 503')
+  t.equal(gateway.attempts, 3, 'and is retried like one')
+
+  answer = { status: 401, body: { statusCode: 401, message: 'Token has been revoked', code: 'TOKEN_REVOKED' } }
+  t.same(codeOf(await failure(client.verify('token'))), { statusCode: 401, code: 'TOKEN_REVOKED' }, 'a body that agrees with its status is the gateway\'s')
 })
