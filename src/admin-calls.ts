@@ -67,6 +67,41 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   },
 }
 
+/**
+ * A write whose answer did not come, or came as 502/503/504, may still have been applied (a
+ * 503 from a write often means "committed, but not every node could be told yet"). For each
+ * write: how to see whether it was, and whether running it again is harmless. Reads: none.
+ */
+export function howToCheckWrite({ call, args }: AdminCall): string | undefined {
+  const events = (companyId: string, type: string) => `run "chat-auth events list ${companyId}" and look for a new ${type} event`
+  const repeatSafe = 'running it again is harmless: it sets the same values'
+  switch (call) {
+    case 'createCompany':
+      return `no call lists companies by name: look for a company named "${args[0].name}" in your records before you run it again, which would make a second one`
+    case 'updateCompany':
+      return `run "chat-auth companies get ${args[0]}" to see its values; ${repeatSafe}`
+    case 'revokeCompanyTokens':
+      return `${events(args[0], 'company.tokens_revoked')}; running it again would also revoke the tokens issued since`
+    case 'createAgent':
+      return `no call lists agents: running it again may make a second agent in company ${args[0]}; "chat-auth companies get ${args[0]}" shows its default agent`
+    case 'updateAgent':
+      return `a change of active shows as agent.activated or agent.deactivated in "chat-auth events list <its company id>"; ${repeatSafe}`
+    case 'revokeAgentTokens':
+      return `run "chat-auth events list <its company id>" and look for a new agent.tokens_revoked event of agent ${args[0]}; running it again would also revoke the tokens issued since`
+    case 'createApiKey':
+      return `run "chat-auth api-keys list ${args[0]}": a new key there whose secret you never saw was created by this call; revoke it with "chat-auth api-keys revoke KEY_ID" and create another`
+    case 'revokeApiKey':
+      return 'running it again is harmless: a revoked key answers with its revocation time'
+    case 'updateCustomerUser':
+      return `run "chat-auth users get ${args[0]}" to see whether it is active; ${repeatSafe}`
+    case 'getCompany':
+    case 'listApiKeys':
+    case 'getCustomerUser':
+    case 'listEvents':
+      return undefined
+  }
+}
+
 /** Flags a command cannot do without (checked before the call is made). */
 const REQUIRED_FLAGS: Record<string, keyof Flags> = { 'companies create': 'name', 'agents create': 'name' }
 

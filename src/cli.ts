@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, VARIABLES, type Variable } from './config.js'
-import { adminCall, adminUsage, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
-import { ChatAuthClient, ChatAuthError, type AdminClient } from './client/index.js'
+import { adminCall, adminUsage, howToCheckWrite, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
+import { ChatAuthClient, ChatAuthError, CLIENT_CODES, type AdminClient } from './client/index.js'
 
 const USAGE = `chat-auth — chat token gateway
 
@@ -93,11 +93,32 @@ async function main(argv: string[]): Promise<number> {
     return 0
   } catch (error) {
     if (!(error instanceof ChatAuthError)) throw error
-    if (error.statusCode === 0) throw new Unreachable(base, error)
-    // The gateway's error body, as it sent it.
-    process.stderr.write(JSON.stringify(error, null, 2) + '\n')
+    const check = outcomeUnknown(error) ? howToCheckWrite(call) : undefined
+    const note = check === undefined ? '' : `the change may have been applied all the same (the node may have committed it before its answer failed). To check: ${check}.`
+    if (error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT) throw new Unreachable(base, error, note)
+    if (error.statusCode === 0) throw error
+    // The gateway's error body, as it sent it, then what it may mean for a write.
+    process.stderr.write(JSON.stringify(error, null, 2) + '\n' + (note && `chat-auth: ${note}\n`))
     return 1
   }
+}
+
+/**
+ * Whether a call may have been applied although it failed: no answer came after it was sent,
+ * or the node (or a proxy) answered 502, 503 or 504. A refused connection sent nothing.
+ */
+function outcomeUnknown(error: ChatAuthError): boolean {
+  if (error.code === CLIENT_CODES.TIMEOUT) return true
+  if (error.code === CLIENT_CODES.NETWORK_ERROR) return !NOTHING_SENT.has(fetchFailure(error)?.code ?? '')
+  return error.statusCode === 502 || error.statusCode === 503 || error.statusCode === 504
+}
+
+/** Connection errors that leave no doubt: the call never reached a node. */
+const NOTHING_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
+
+/** fetch's own reason (ECONNREFUSED, …), which sits under its "fetch failed" */
+function fetchFailure(error: ChatAuthError): (Error & { code?: string }) | undefined {
+  return ((error.cause as (Error & { cause?: Error }) | undefined)?.cause as (Error & { code?: string }) | undefined) ?? undefined
 }
 
 /** One admin call of the client, as the command line named it. */
@@ -107,13 +128,12 @@ function runAdminCall(admin: AdminClient, { call, args }: AdminCall): Promise<un
 
 /** No answer from the node: say where we called, why it failed, and how to call elsewhere. */
 class Unreachable extends Error {
-  constructor(base: string, error: ChatAuthError) {
-    // fetch's own reason (ECONNREFUSED, …) sits under its "fetch failed"
-    const fetchError = error.cause as (Error & { cause?: Error }) | undefined
-    const reason = error.code === 'TIMEOUT' ? 'no answer in time' : (fetchError?.cause?.message ?? fetchError?.message ?? error.message)
+  constructor(base: string, error: ChatAuthError, note: string) {
+    const reason = error.code === CLIENT_CODES.TIMEOUT ? 'no answer in time' : (fetchFailure(error)?.message ?? (error.cause as Error | undefined)?.message ?? error.message)
     super(
       `could not reach a chat-auth node at ${base} (${reason}).\n` +
-        `Start one with "chat-auth serve", or point the CLI at yours with --url URL or CHAT_AUTH_URL=URL.`,
+        `Start one with "chat-auth serve", or point the CLI at yours with --url URL or CHAT_AUTH_URL=URL.` +
+        (note && `\nIf it was reached, ${note}`),
     )
   }
 }

@@ -1,11 +1,16 @@
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { adminCall } from '../src/admin-calls.js'
-import { ADMIN_TOKEN, storeEnv, storeIndependentTest } from './support/helpers.js'
+import { adminCall, howToCheckWrite } from '../src/admin-calls.js'
+import { ADMIN_TOKEN, freshPostgresDatabase, startApp, storeEnv, storeIndependentTest } from './support/helpers.js'
+import { waitFor } from './support/poll.js'
 import { freePort } from './support/ports.js'
 import { CLI, startGatewayProcess } from './support/processes.js'
+import { startRedis } from './support/services.js'
+import { startTcpProxy } from './support/tcp-proxy.js'
 
 const run = promisify(execFile)
 
@@ -27,6 +32,47 @@ storeIndependentTest('every admin subcommand maps to its call of the client', as
   t.throws(() => adminCall('companies', 'create', undefined, {}), /--name/)
   t.throws(() => adminCall('nothing', 'here', undefined, {}), /unknown command/)
   t.throws(() => adminCall('companies', '', undefined, {}), /needs an action/)
+})
+
+storeIndependentTest('every write says how to check whether it was applied; reads say nothing', async (t) => {
+  const writes = {
+    'companies create': [undefined, { name: 'Acme' }, /company named "Acme"/],
+    'companies update': ['c1', { name: 'B' }, /chat-auth companies get c1.*harmless/],
+    'companies revoke-tokens': ['c1', {}, /chat-auth events list c1.*company\.tokens_revoked/],
+    'agents create': ['c1', { name: 'Bot' }, /second agent/],
+    'agents update': ['a1', { active: 'false' }, /agent\.deactivated.*harmless/],
+    'agents revoke-tokens': ['a1', {}, /agent\.tokens_revoked event of agent a1/],
+    'api-keys create': ['c1', {}, /chat-auth api-keys list c1/],
+    'api-keys revoke': ['ak_1', {}, /harmless/],
+    'users update': ['u1', { active: 'true' }, /chat-auth users get u1.*harmless/],
+  } as const
+  for (const [command, [id, flags, check]] of Object.entries(writes)) {
+    const [group, action] = command.split(' ') as [string, string]
+    t.match(howToCheckWrite(adminCall(group, action, id, flags)), check, command)
+  }
+  for (const [group, action] of [['companies', 'get'], ['api-keys', 'list'], ['users', 'get'], ['events', 'list']] as const) {
+    t.equal(howToCheckWrite(adminCall(group, action, 'x1', {})), undefined, `${group} ${action} is a read`)
+  }
+})
+
+storeIndependentTest('a connection cut after the call was sent: a write may have been applied, a read just failed', async (t) => {
+  const server = createServer((request) => request.socket.destroy())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const cli = (...args: string[]) => run(process.execPath, [CLI, ...args, '--url', url], { env: { PATH: process.env.PATH ?? '', ADMIN_TOKEN } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (failed: { code: number; stderr: string }) => failed,
+    )
+  const write = await cli('companies', 'revoke-tokens', 'c1')
+  t.equal(write.code, 1)
+  t.match(write.stderr, /could not reach a chat-auth node/)
+  t.match(write.stderr, /may have been applied/)
+  t.match(write.stderr, 'chat-auth events list c1')
+  const read = await cli('companies', 'get', 'c1')
+  t.equal(read.code, 1)
+  t.match(read.stderr, /could not reach a chat-auth node/)
+  t.notMatch(read.stderr, /may have been applied/, 'a read changes nothing')
 })
 
 t.test('the CLI drives a running node: migrate, then admin calls end to end', async (t) => {
@@ -81,6 +127,7 @@ storeIndependentTest('the CLI as a newcomer meets it', async (t) => {
   t.match(unreachable.stderr, `http://127.0.0.1:${port}`, 'says which URL it tried')
   t.match(unreachable.stderr, /--url/, 'says how to point it elsewhere')
   t.match(unreachable.stderr, /CHAT_AUTH_URL/)
+  t.notMatch(unreachable.stderr, /may have been applied/, 'a refused connection sent nothing: no doubt to raise')
   const viaEnv = await cli(['companies', 'get', 'c1'], { CHAT_AUTH_URL: `http://127.0.0.1:${port}/` })
   t.match(viaEnv.stderr, `http://127.0.0.1:${port}/`, 'CHAT_AUTH_URL is the URL tried')
 
@@ -108,4 +155,37 @@ storeIndependentTest('the CLI as a newcomer meets it', async (t) => {
   }
   t.notMatch(help.stdout, /UNSAFE/, 'but not the chaos-test switch')
   t.match(help.stdout, /--version/)
+})
+
+storeIndependentTest('a write that answered 503 may have been applied: the CLI says so, and how to check', async (t) => {
+  // One node over PostgreSQL and Redis, its Redis commands through a proxy the test silences:
+  // a write commits, its publish cannot be confirmed, and the node answers 503.
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const proxy = await startTcpProxy(redis.port)
+  t.teardown(() => proxy.close())
+  const node = await startApp(t, { DATABASE_URL: await freshPostgresDatabase(t), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, CACHE_LEASE_MS: '500' })
+  const url = await node.app.listen({ port: 0, host: '127.0.0.1' })
+  await waitFor('the node to trust its cache', () => node.gateway.bus.trusted())
+  const env = { PATH: process.env.PATH ?? '', ADMIN_TOKEN }
+  const cli = (...args: string[]) =>
+    run(process.execPath, [CLI, ...args, '--url', url], { env }).then(
+      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+      (failed: { code: number; stdout: string; stderr: string }) => ({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }),
+    )
+  const company = JSON.parse((await cli('companies', 'create', '--name', 'Blackholed Co')).stdout)
+  const events = async () => JSON.parse((await cli('events', 'list', company.id)).stdout).events.map((e: { type: string }) => e.type)
+
+  t.equal(await proxy.blackhole(':cmd:'), 1, "the node's command connection to Redis goes silent")
+  const revoked = await cli('companies', 'revoke-tokens', company.id)
+  t.equal(revoked.code, 1, 'still a failure')
+  t.match(revoked.stderr, /"statusCode": 503/, 'the 503 as the node sent it')
+  t.match(revoked.stderr, /may have been applied/, 'says the change may have been applied')
+  t.match(revoked.stderr, `chat-auth events list ${company.id}`, 'and the command that shows whether it was')
+  t.match(revoked.stderr, /company\.tokens_revoked/, 'and what to look for there')
+  t.same(await events(), ['company.tokens_revoked'], 'it was applied: the revocation committed with its event')
+
+  const read = await cli('companies', 'get', company.id)
+  t.equal(read.code, 0, 'a read in the same state answers')
+  t.equal(JSON.parse(read.stdout).id, company.id)
 })
