@@ -78,7 +78,9 @@ export class ChatAuthClient {
 
   /**
    * GET /rest/v1/auth/verify: the token's identity, or a {@link ChatAuthError} with status
-   * 401 and the denial's `code` (`TOKEN_REVOKED`, `TOKEN_EXPIRED`, …). Retried.
+   * 401 and the denial's `code` (`TOKEN_REVOKED`, `TOKEN_EXPIRED`, …). Resolves only with a
+   * 200 carrying the identity (anything else: PROTOCOL_ERROR); a token no header can carry is
+   * INVALID_ARGUMENT, sent nowhere. Retried.
    */
   verify(token: string, options: CallOptions = {}): Promise<Verified> {
     const expect = { status: 200, matches: isVerified, what: 'the identity of a token' }
