@@ -9,6 +9,7 @@ import { invalidateRoute } from './routes/invalidate.js'
 import { revokeTokenRoute } from './routes/revoke-token.js'
 import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
 import { acceptEveryMethod, connectionOptions, hardenServer } from './http/connections.js'
+import { answerClientError } from './http/client-errors.js'
 import { createCredentialGuard } from './http/credential-guard.js'
 import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
@@ -52,6 +53,8 @@ export function fastifyOptions(config: Config, logger: Logger): FastifyServerOpt
     // Ids longer than find-my-way's default of 100 are "not found" (404), not a 414.
     routerOptions: { maxParamLength: 2048 },
     frameworkErrors: answerFrameworkError as FastifyServerOptions['frameworkErrors'],
+    // What Node's parser refuses (headers over MAX_HEADER_SIZE, say): the verify path is still denied with a 401.
+    clientErrorHandler: answerClientError as FastifyServerOptions['clientErrorHandler'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
     // Nor is a child logger built for every request: errors log their request id themselves.

@@ -46,6 +46,9 @@ export const errors = {
   emptyJson: define(400, 'INVALID_JSON', 'Request body is empty but content-type is application/json'),
   unsupportedMediaType: define(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'),
   payloadTooLarge: define(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large'),
+  headersTooLarge: define(431, 'HEADERS_TOO_LARGE', 'Request headers are too large'),
+  malformedRequest: define(400, 'MALFORMED_REQUEST', 'Malformed HTTP request'),
+  requestTimeout: define(408, 'REQUEST_TIMEOUT', 'Request not received in time'),
   routeNotFound: (method: string, url: string) => {
     const path = url.split('?')[0]!
     // A path is echoed only while it is short: an answer never repeats kilobytes of a URL.

@@ -144,6 +144,7 @@ t.test('limits: defaults and accepted values', async (t) => {
     requestTimeoutMs: 10_000,
     headersTimeoutMs: 10_000,
     keepAliveTimeoutMs: 72_000,
+    maxHeaderSize: 65_536,
     maxConnections: 10_000,
     maxRequestsPerSocket: 0,
     authFailureLimit: 20,
@@ -154,6 +155,8 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.equal(set.headersTimeoutMs, 3000, 'headers follow a shorter request timeout')
   t.equal(set.keepAliveTimeoutMs, 5000)
   t.same(set.trustProxy, ['10.0.0.0/8', '::1', 'loopback'])
+  t.equal(loadConfig({ MAX_HEADER_SIZE: '1048576' }).limits.maxHeaderSize, 1024 * 1024)
+  for (const refused of ['16383', '1048577', '64k']) t.throws(() => loadConfig({ MAX_HEADER_SIZE: refused }), /MAX_HEADER_SIZE/, `MAX_HEADER_SIZE=${refused} is refused`)
   t.equal(loadConfig({ TOKEN_MAX_TTL: '36500d' }).tokenMaxTtlSeconds, 36500 * 86400)
 })
 

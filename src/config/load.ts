@@ -50,6 +50,7 @@ function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig 
     requestTimeoutMs: requestTimeout * 1000,
     headersTimeoutMs: headersTimeout * 1000,
     keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT * 1000,
+    maxHeaderSize: values.MAX_HEADER_SIZE,
     maxConnections: values.MAX_CONNECTIONS,
     maxRequestsPerSocket: values.MAX_REQUESTS_PER_SOCKET,
     authFailureLimit: values.AUTH_FAILURE_LIMIT,

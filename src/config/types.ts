@@ -66,6 +66,8 @@ export interface LimitsConfig {
   headersTimeoutMs: number
   /** how long an idle keep-alive connection stays open between requests */
   keepAliveTimeoutMs: number
+  /** the request line and headers Node's parser reads; beyond it the request is refused */
+  maxHeaderSize: number
   /** open connections per node; more are closed on arrival (0: unlimited) */
   maxConnections: number
   /** requests on one connection before it is closed (0: unlimited) */

@@ -36,6 +36,8 @@ export const VARIABLES = {
   TOKEN_MAX_TTL: duration(36_500, { default: '30d', help: 'the longest expiresIn accepted (<n>m, <n>h or <n>d)' }),
   LOG_LEVEL: oneOf(LOG_LEVELS, { default: 'info', help: 'how much to log' }),
   BODY_LIMIT: integer(1024, 1024 * 1024, { default: '16384', help: 'request body limit in bytes' }),
+  // nginx forwards up to 4 × 8 KB of headers by default, Envoy up to 60 KB: a verify call either sends must be read.
+  MAX_HEADER_SIZE: integer(16 * 1024, 1024 * 1024, { default: '65536', help: 'request line and headers limit in bytes (beyond it: 401 on the verify path, 431 elsewhere)' }),
   CACHE_SIZE: integer(100, 50_000_000, { default: '1000000', help: 'users cached per node (agents: a tenth, API keys: a hundredth)' }),
   WARM_UP_USERS: integer(0, 50_000_000, { default: '0', help: 'users read into the cache at start, before /readyz answers 200' }),
   CACHE_LEASE_MS: integer(50, 10_000, { default: '500', help: 'how long a node trusts its cache after the channel proved alive' }),

@@ -20,6 +20,7 @@ export function connectionOptions(limits: LimitsConfig): Partial<FastifyServerOp
     http: {
       requestTimeout: limits.requestTimeoutMs,
       headersTimeout: limits.headersTimeoutMs,
+      maxHeaderSize: limits.maxHeaderSize,
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
     },
   } as Partial<FastifyServerOptions>
