@@ -176,12 +176,59 @@ async function suite(): Promise<void> {
           t.equal(got.headers.authorization, `Bearer ${tokens.valid}`, 'the token itself passes through too')
         }
 
+        // nginx accepts 4 × 8 KB of headers by default: all of it reaches the backend, and the token decides.
+        const large = { 'x-large-1': 'a'.repeat(7 * 1024), 'x-large-2': 'b'.repeat(7 * 1024), 'x-large-3': 'c'.repeat(7 * 1024) }
+        const largeAnswer = await call(proxy.url, 'GET', '/chat/rooms/1', undefined, { ...bearer(tokens.valid), ...large })
+        t.equal(largeAnswer.status, 200, 'a valid token with three 7 KB headers: the backend answers, not 500')
+        const largeSeen = echo.received.at(-1)!
+        t.same([largeSeen.headers['x-large-1'], largeSeen.headers['x-large-2'], largeSeen.headers['x-large-3']], Object.values(large), 'the three headers reach the backend whole')
+        t.same(identityHeaders(largeSeen.headers), tokens.identity)
+        const largeDenied = await call(proxy.url, 'GET', '/chat/rooms/1', undefined, { ...bearer(tokens.revoked), ...large })
+        t.equal(largeDenied.status, 401, 'a revoked token with the same headers: 401')
+
         const forging = await call(proxy.url, 'POST', '/chat/rooms/1', { text: 'x' }, { ...bearer(tokens.valid), ...forged })
         t.equal(forging.status, 200)
         const forgedSeen = echo.received.at(-1)!
         t.same(identityHeaders(forgedSeen.headers), tokens.identity, 'identity headers sent by the client never reach the upstream')
         t.notMatch(JSON.stringify(forgedSeen.headers), /EVIL/, 'not even as a second value')
       })
+    }
+  })
+
+  t.test('the verify call carries the token, not the rest of the request', async (t) => {
+    // Each recipe again, with the echo standing in for the gateway: it records the verify call and allows it.
+    const readmeNginxPort = await freePort()
+    const nginx = await startNginx({ locations: readmeBlock('Behind a reverse proxy', 'nginx'), upstreams: { chat_backend: echo.address, chat_auth: echo.address } }, readmeNginxPort)
+    const composePort = await freePort()
+    const compose = await startNginx(
+      { server: substitute(composeNginxConfig(), { 'gateway-1:3000': echo.address, 'gateway-2:3000': echo.address, 'chat-backend:80': echo.address, 'listen 8080;': `listen 127.0.0.1:${composePort};` }) },
+      composePort,
+    )
+    const caddyPort = await freePort()
+    const caddy = await startCaddy(
+      substitute(readmeBlock('Behind a reverse proxy', 'caddyfile'), { ':8080 {': `http://127.0.0.1:${caddyPort} {`, 'chat-auth:3000': echo.address, 'chat-backend:8000': echo.address }),
+      caddyPort,
+    )
+    t.teardown(() => Promise.allSettled([nginx.stop(), compose.stop(), caddy.stop()]))
+    const sent = { ...bearer(tokens.valid), cookie: 'session=' + 's'.repeat(4000), 'x-large': 'l'.repeat(7 * 1024), 'content-type': 'text/plain' }
+    for (const [name, proxy, only] of [
+      ['README nginx', nginx, true],
+      ['docker-compose.yml nginx', compose, true],
+      ['README Caddy', caddy, false],
+    ] as const) {
+      const before = echo.received.length
+      const answer = await fetch(proxy.url + '/chat/rooms/1', { method: 'POST', headers: sent, body: 'the message' })
+      await answer.arrayBuffer()
+      t.equal(answer.status, 200, `${name}: allowed`)
+      const [verifyCall, forwarded] = echo.received.slice(before)
+      t.match(verifyCall?.url, /^\/rest\/v1\/auth\/verify/, `${name}: the verify call first`)
+      t.equal(verifyCall?.headers.authorization, sent.authorization, `${name}: the verify call carries the token`)
+      t.equal(verifyCall?.headers.cookie, undefined, `${name}: not the cookies`)
+      t.equal(verifyCall?.body, '', `${name}: nor the body`)
+      if (only) t.same(Object.keys(verifyCall?.headers ?? {}).filter((header) => !['host', 'connection'].includes(header)), ['authorization'], `${name}: nothing but the token`)
+      t.equal(forwarded?.headers.cookie, sent.cookie, `${name}: the backend still gets the cookies`)
+      t.equal(forwarded?.headers['x-large'], sent['x-large'], `${name}: and every other header`)
+      t.equal(forwarded?.body, 'the message', `${name}: and the body`)
     }
   })
 

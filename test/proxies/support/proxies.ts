@@ -73,7 +73,8 @@ export interface Echo {
 /** An upstream that records every request and answers 200 with what it received. */
 export async function startEcho(): Promise<Echo> {
   const received: Received[] = []
-  const server: Server = createServer((request, response) => {
+  // Headers as large as nginx forwards (4 × 8 KB), as a backend behind it accepts them.
+  const server: Server = createServer({ maxHeaderSize: 64 * 1024 }, (request, response) => {
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
     request.on('end', () => {
