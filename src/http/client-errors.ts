@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { BEARER_CHALLENGE, denialBody, denials, errors, type ErrorBody } from '../errors.js'
@@ -21,8 +22,14 @@ export function answerClientError(this: FastifyInstance, error: ClientError, soc
   if (error.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return
   answered.add(socket)
   this.log.debug({ err: error }, 'client error')
-  // An answer already started (a body that went wrong after its request was decided) ends as it is.
-  if (socket.bytesWritten > 0 || (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) return void socket.destroy()
+  // A body that went wrong after its headers were read: the route decides that request, and
+  // the connection ends with its answer (nothing is written after it).
+  const { parser, _httpMessage: response } = socket as ServerSocket
+  if (parser?.incoming && !parser.incoming.complete) {
+    if (response && !response.headersSent) response.shouldKeepAlive = false
+    else socket.destroy()
+    return
+  }
   const path = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? undefined : failedRequestPath(error)
   const verifyCall = path === undefined ? error.code !== 'ERR_HTTP_REQUEST_TIMEOUT' : isVerifyPath(path)
   if (verifyCall) return respond(socket, 401, { ...BEARER_CHALLENGE, 'cache-control': 'no-store' }, denialBody(denials.invalidToken))
@@ -36,6 +43,9 @@ export interface ClientError extends Error {
   rawPacket?: unknown
   bytesParsed?: number
 }
+
+/** What Node's HTTP server keeps on a connection's socket: its parser and the answer in progress. */
+type ServerSocket = Socket & { parser?: { incoming?: IncomingMessage | null } | null; _httpMessage?: ServerResponse | null }
 
 const answered = new WeakSet<Socket>()
 /** how long a refused client may keep sending after its answer before the connection is cut */

@@ -30,7 +30,7 @@ interface Answer {
  * One request written by hand on a fresh connection, in the pieces given (a pause between
  * them, so that the server reads them apart); the answer's status, head and body.
  */
-async function raw(port: number, pieces: string[]): Promise<Answer> {
+async function raw(port: number, pieces: string[], untilClosed = false): Promise<Answer> {
   const socket = connect(port, '127.0.0.1')
   socket.setEncoding('latin1')
   let text = ''
@@ -42,7 +42,7 @@ async function raw(port: number, pieces: string[]): Promise<Answer> {
     socket.on('data', () => {
       const end = text.indexOf('\r\n\r\n')
       const length = end < 0 ? null : /content-length: *(\d+)/i.exec(text.slice(0, end))
-      if (length && Buffer.byteLength(text.slice(end + 4), 'latin1') >= Number(length[1])) done()
+      if (!untilClosed && length && Buffer.byteLength(text.slice(end + 4), 'latin1') >= Number(length[1])) done()
     })
     setTimeout(done, 5000).unref()
   })
@@ -102,6 +102,10 @@ t.test('headers beyond MAX_HEADER_SIZE on the verify path: 401 with the denial b
     t.match(answer.headers, /www-authenticate: bearer error="invalid_token"/, `${label}: the bearer challenge`)
   }
   t.equal((await raw(port, [head('GET', '/rest/v1/auth/verify', bearer) + '\r\n'])).status, 200, 'and the node answers afterwards')
+  // A proxy reuses its connections (nginx's keepalive upstreams): the second call on one is denied, not reset.
+  const reused = await raw(port, [head('GET', '/rest/v1/auth/verify', bearer) + '\r\n', head('GET', '/rest/v1/auth/verify', bearer + overflowing) + '\r\n'], true)
+  t.equal(reused.status, 200, 'on a kept-alive connection: the first call allowed')
+  t.match(reused.body, /\r\n\r\n\{"statusCode":401,"message":"Invalid token","code":"INVALID_TOKEN"\}$/, 'the second, over the limit, denied with 401')
 })
 
 t.test("a request Node's parser refuses on the verify path: 401, never 400", async (t) => {
