@@ -22,18 +22,22 @@ export function answerClientError(this: FastifyInstance, error: ClientError, soc
   if (error.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return
   answered.add(socket)
   this.log.debug({ err: error }, 'client error')
+  const { parser, _httpMessage: response } = socket as ServerSocket
+  // SPEC §7.3: a request not whole within REQUEST_TIMEOUT gets 408 and its connection is closed.
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    if (response?.headersSent) return void socket.destroy()
+    return respond(socket, 408, {}, body(errors.requestTimeout()))
+  }
   // A body that went wrong after its headers were read: the route decides that request, and
   // the connection ends with its answer (nothing is written after it).
-  const { parser, _httpMessage: response } = socket as ServerSocket
   if (parser?.incoming && !parser.incoming.complete) {
     if (response && !response.headersSent) response.shouldKeepAlive = false
     else socket.destroy()
     return
   }
-  const path = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? undefined : failedRequestPath(error)
-  const verifyCall = path === undefined ? error.code !== 'ERR_HTTP_REQUEST_TIMEOUT' : isVerifyPath(path)
-  if (verifyCall) return respond(socket, 401, { ...BEARER_CHALLENGE, 'cache-control': 'no-store' }, denialBody(denials.invalidToken))
-  const apiError = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest()
+  const path = failedRequestPath(error)
+  if (path === undefined || isVerifyPath(path)) return respond(socket, 401, { ...BEARER_CHALLENGE, 'cache-control': 'no-store' }, denialBody(denials.invalidToken))
+  const apiError = error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest()
   respond(socket, apiError.statusCode, {}, body(apiError))
 }
 
