@@ -131,6 +131,29 @@ t.test('pages: limit, an opaque next cursor, null at the end; other companies\' 
   t.ok((await events(other.companyId)).events.every((e) => e.subject.keyId !== acme.keyId && e.subject.id !== issued.user.id))
 })
 
+t.test('a cursor belongs to its company: another company\'s cursor or a hand-made one is a 400', async (t) => {
+  const acme = await tenant()
+  const other = await tenant('Other')
+  for (const company of [acme, other]) {
+    const issued = await issueToken(node, company, 'carol')
+    for (let i = 0; i < 3; i++) t.equal((await invalidate(node, company, issued.user.id)).statusCode, 200)
+  }
+  const acmeNext = (await events(acme.companyId, '?limit=1')).next
+  const otherNext = (await events(other.companyId, '?limit=1')).next
+  t.type(acmeNext, 'string')
+  t.type(otherNext, 'string')
+  t.equal((await events(acme.companyId, `?limit=1&before=${acmeNext}`)).events.length, 1, 'its own cursor pages on')
+  const forged = [otherNext!, Buffer.from('e1.999999999999').toString('base64url'), Buffer.from(`e1.${(await events(acme.companyId)).events[0]!.id}`).toString('base64url')]
+  const tampered = Buffer.from(acmeNext!, 'base64url')
+  tampered[tampered.length - 1]! ^= 1
+  forged.push(tampered.toString('base64url'))
+  for (const cursor of forged) {
+    const response = await node.admin('GET', `/admin/v1/companies/${acme.companyId}/events?before=${cursor}`)
+    t.equal(response.statusCode, 400, cursor)
+    t.strictSame(response.json(), errorBody(400, 'before must be a cursor returned as next by this listing', 'VALIDATION_ERROR'), cursor)
+  }
+})
+
 t.test('bad input is a 400 with the error body, an unknown company a 404, no admin token a 401', async (t) => {
   const acme = await tenant()
   for (const query of ['?limit=0', '?limit=501', '?limit=abc', '?limit=-1', '?limit=1.5', '?limit=', '?before=', '?before=abc', '?before=12', `?before=${Buffer.from('e1.0').toString('base64url')}`, '?limit=10&limit=20', '?page=2']) {

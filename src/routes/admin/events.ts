@@ -1,3 +1,4 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AdminServices } from './index.js'
@@ -57,14 +58,33 @@ const EventQuery = Type.Object(
 const DEFAULT_LIMIT = 100
 const MAX_LIMIT = 500
 
-// Opaque to callers: a version tag and the last id of the page. Only its shape is checked.
-const CURSOR = /^e1\.([1-9][0-9]{0,18})$/
-const cursorOf = (id: string) => Buffer.from(`e1.${id}`).toString('base64url')
-function idOfCursor(cursor: string): string {
-  const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'))
-  if (match === null || cursorOf(match[1]!) !== cursor || BigInt(match[1]!) > 9_223_372_036_854_775_807n) throw errors.validation('before must be a cursor returned as next by this listing')
-  return match[1]!
+// Opaque to callers and bound to one company: a version byte, the last id of the page and a
+// MAC over (company, id) with a secret kept in the store, so every node of a deployment reads
+// the cursors of every other, and a cursor of another company or a hand-made one is refused.
+const CURSOR_VERSION = 2
+const MAC_BYTES = 16
+const CURSOR_BYTES = 1 + 8 + MAC_BYTES
+const CURSOR_SECRET_NAME = 'event-cursor-hmac'
+const BAD_CURSOR = 'before must be a cursor returned as next by this listing'
+
+const macOf = (secret: Buffer, companyId: string, id: bigint) => createHmac('sha256', secret).update(`${companyId}.${id}`).digest().subarray(0, MAC_BYTES)
+
+function cursorOf(secret: Buffer, companyId: string, id: string): string {
+  const cursor = Buffer.alloc(CURSOR_BYTES)
+  cursor.writeUInt8(CURSOR_VERSION, 0)
+  cursor.writeBigInt64BE(BigInt(id), 1)
+  macOf(secret, companyId, BigInt(id)).copy(cursor, 9)
+  return cursor.toString('base64url')
 }
+
+function idOfCursor(secret: Buffer, companyId: string, cursor: string): string {
+  const bytes = Buffer.from(cursor, 'base64url')
+  if (bytes.length !== CURSOR_BYTES || bytes.toString('base64url') !== cursor || bytes.readUInt8(0) !== CURSOR_VERSION) throw errors.validation(BAD_CURSOR)
+  const id = bytes.readBigInt64BE(1)
+  if (id < 1n || !timingSafeEqual(bytes.subarray(9), macOf(secret, companyId, id))) throw errors.validation(BAD_CURSOR)
+  return String(id)
+}
+
 function limitOf(text: string | undefined): number {
   if (text === undefined) return DEFAULT_LIMIT
   const limit = Number(text)
@@ -77,6 +97,18 @@ const eventBody = (event: EventRecord) => ({ ...event, at: event.at.toISOString(
 
 /** SPEC §7.2: a company's audit trail, newest first, a page at a time. */
 export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
+  // Read on first use, not at registration: a node boots while its store is away.
+  let secret: Promise<Buffer> | undefined
+  const cursorSecret = (): Promise<Buffer> => {
+    secret ??= store.getOrCreateSecret(CURSOR_SECRET_NAME, randomBytes(32).toString('base64url')).then(
+      (value) => Buffer.from(value, 'base64url'),
+      (error: unknown) => {
+        secret = undefined
+        throw error
+      },
+    )
+    return secret
+  }
   fastify.get(
     '/companies/:companyId/events',
     { schema: { params: Type.Object({ companyId: Type.String() }), querystring: EventQuery, response: { 200: EventPage, ...errorResponses(400, 401, 404) } } },
@@ -84,11 +116,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fast
       const companyId = canonicalUuid(request.params.companyId)
       if (companyId === undefined || (await store.getCompany(companyId)) === undefined) throw errors.notFound('Company')
       const limit = limitOf(request.query.limit)
-      const before = request.query.before === undefined ? undefined : idOfCursor(request.query.before)
+      const key = await cursorSecret()
+      const before = request.query.before === undefined ? undefined : idOfCursor(key, companyId, request.query.before)
       // One more than asked: whether there is a next page, without a count.
       const rows = await store.listEvents(companyId, limit + 1, before)
       const page = rows.slice(0, limit)
-      return { events: page.map(eventBody), next: rows.length > limit ? cursorOf(page.at(-1)!.id) : null }
+      return { events: page.map(eventBody), next: rows.length > limit ? cursorOf(key, companyId, page.at(-1)!.id) : null }
     },
   )
 }
