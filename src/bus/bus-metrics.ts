@@ -1,4 +1,3 @@
-import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
 import type { Rejection } from './messages/messages.js'
 import type { PublishOutcome } from './publishing/publisher.js'
@@ -21,19 +20,8 @@ export interface BusState {
   epoch(): number
 }
 
-/** at most one log line per this long for each kind of repeated failure */
-const LOG_EVERY_MS = 5000
-
-/** Logs each `what` at most once per LOG_EVERY_MS: a storm of one failure never floods the log. */
-export function throttledLog(log: Logger, now: () => number): (what: string, fields: Record<string, unknown>) => void {
-  const lastLogged = new Map<string, number>()
-  return (what, fields) => {
-    const at = now()
-    if (at - (lastLogged.get(what) ?? -Infinity) < LOG_EVERY_MS) return
-    lastLogged.set(what, at)
-    log.warn(fields, what)
-  }
-}
+// Shared with the verify endpoint; re-exported where the bus has always imported it from.
+export { throttledLog } from '../throttled-log.js'
 
 export function createBusMetrics(metrics: Metrics, state: BusState): BusMetrics {
   const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason', ['reason'])
