@@ -5,8 +5,9 @@ import { ConfigError, type Config } from './config.js'
 import { createLogger } from './logger.js'
 import { gatewayPlugin } from './gateway.js'
 import { bearerToken, type Identity, type VerifyToken } from './auth/verify.js'
-import { BEARER_CHALLENGE, denialBody, errors } from './errors.js'
-import { body } from './http/error-handler.js'
+import { BEARER_CHALLENGE, denialBody } from './errors.js'
+import type { Metrics } from './metrics.js'
+import { answerUndecided, undecidedReporter } from './http/undecided.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,8 +26,11 @@ export type ChatAuthPluginOptions =
    * Redis as one more node, and closes it with the Fastify instance.
    */
   | { config: Config; logger?: Logger }
-  /** a gateway from `createGateway` that the caller owns (and closes); the plugin uses only its verifier */
-  | { gateway: { verifyToken: VerifyToken } }
+  /**
+   * a gateway from `createGateway` that the caller owns (and closes); the plugin uses its
+   * verifier, and its metrics to count verifications that could not be decided
+   */
+  | { gateway: { verifyToken: VerifyToken; metrics?: Metrics } }
 
 /**
  * An in-process verifier is a node: it caches, so it must hear every change. Its own embedded
@@ -49,14 +53,14 @@ function checkJoinsTheGateway(config: Config): void {
  * inside a context of its own so that none of its decorations reach the host app; it closes
  * with the host.
  */
-async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Logger | undefined): Promise<VerifyToken> {
+async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Logger | undefined): Promise<{ verifyToken: VerifyToken; metrics: Metrics }> {
   checkJoinsTheGateway(config)
-  let verifyToken: VerifyToken | undefined
+  let verifier: { verifyToken: VerifyToken; metrics: Metrics } | undefined
   await fastify.register(async (node) => {
     await node.register(gatewayPlugin, { config, logger: logger ?? createLogger(config) })
-    verifyToken = node.gateway.verifyToken
+    verifier = { verifyToken: node.gateway.verifyToken, metrics: node.gateway.metrics }
   })
-  return verifyToken!
+  return verifier!
 }
 
 /**
@@ -66,15 +70,17 @@ async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Log
  */
 export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
   async (fastify, options) => {
-    const verifyToken = 'config' in options ? await ownVerifier(fastify, options.config, options.logger) : options.gateway.verifyToken
+    const { verifyToken, metrics } = 'config' in options ? await ownVerifier(fastify, options.config, options.logger) : options.gateway
+    // An outage fails every request alike: its cause is logged once per interval, all counted.
+    const reportUndecided = undecidedReporter(fastify.log, metrics)
     fastify.decorateRequest('chatAuth', null)
     fastify.decorate('requireChatToken', async (request: FastifyRequest, reply: FastifyReply) => {
       let verdict
       try {
         verdict = await verifyToken(bearerToken(request.headers.authorization))
       } catch (error) {
-        request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
-        return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+        reportUndecided(error, request.id)
+        return answerUndecided(reply)
       }
       if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
       request.chatAuth = verdict.identity

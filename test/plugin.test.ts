@@ -1,14 +1,18 @@
 import { spawnSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { Writable } from 'node:stream'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
+import { pino } from 'pino'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
 import { chatAuthPlugin } from '../src/plugin.js'
-import { createTenant, freshPostgresDatabase, invalidate, issueToken, JWT_SECRET, startApp, STORE } from './support/helpers.js'
+import { createTenant, decodeToken, forgeHs256, freshPostgresDatabase, hs256Kid, invalidate, issueToken, JWT_SECRET, startApp, STORE } from './support/helpers.js'
+import { migratedPglite } from './support/pglite-template.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -37,6 +41,28 @@ t.test('a Node chat backend verifies in-process with the same checks and stores'
   const revoked = await chat.inject({ url: '/messages', headers: { authorization: `Bearer ${issued.token}` } })
   t.equal(revoked.statusCode, 401)
   t.same(revoked.json(), { statusCode: 401, message: 'Token has been revoked', code: 'TOKEN_REVOKED' })
+})
+
+t.test('a store that is away: the plugin answers 503, logs the cause once per interval and counts every one', async (t) => {
+  const db = await migratedPglite()
+  const gatewayNode = await startApp(t, { DATA_DIR: 'memory://' }, { db })
+  const issued = await issueToken(gatewayNode, await createTenant(gatewayNode), 'away')
+  const { payload } = decodeToken(issued.token)
+  const logs: string[] = []
+  const chat = Fastify({ loggerInstance: pino(new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) })) })
+  t.teardown(() => chat.close())
+  await chat.register(chatAuthPlugin, { gateway: gatewayNode.gateway })
+  chat.get('/messages', { preHandler: chat.requireChatToken }, async () => ({}))
+  await db.close()
+  const statuses: number[] = []
+  for (let i = 0; i < 100; i++) {
+    const token = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...payload, sub: randomUUID(), jti: randomUUID() })
+    statuses.push((await chat.inject({ url: '/messages', headers: { authorization: `Bearer ${token}` } })).statusCode)
+  }
+  t.ok(statuses.every((status) => status === 503), 'every request is a 503')
+  const causes = logs.filter((line) => line.includes('verification could not be decided'))
+  t.ok(causes.length >= 1 && causes.length <= 2, `the cause logged ${causes.length} times for 100 answers`)
+  t.match((await gatewayNode.inject({ method: 'GET', url: '/metrics' })).body, /^chat_auth_verify_unavailable_total 100$/m, "counted on the gateway's /metrics")
 })
 
 t.test('the plugin never opens an embedded store of its own: it says what it needs', async (t) => {
@@ -85,6 +111,7 @@ t.test("the README's plugin example lets the process exit once the app is closed
   // The README's wiring, then a close: the process must end by itself (nothing left open).
   const script = `
     import Fastify from 'fastify'
+import { pino } from 'pino'
     import { chatAuthPlugin, loadConfig } from './dist/src/index.js'
     const config = loadConfig()
     const app = Fastify({ pluginTimeout: 120_000 }) // (the README's Fastify(), with room for a busy test machine)

@@ -1,16 +1,22 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { ApiError, errors, StoreUnavailableError, type ErrorBody } from '../errors.js'
+import { throttledLog } from '../throttled-log.js'
 
 /**
  * The one place errors become responses: every error body is SPEC's
- * `{statusCode, message, code}`. 4xx are logged at info, 5xx at error and masked.
+ * `{statusCode, message, code}`. 4xx are logged at info, 5xx at error and masked; a store
+ * that is away fails every call alike, so its 503s are logged once per interval (each one is
+ * counted in chat_auth_http_requests_total by status).
  */
 export function installErrorHandling(fastify: FastifyInstance): void {
+  const logUnavailable = throttledLog(fastify.log, Date.now, 'error')
   fastify.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error as FastifyError)
     const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
-    if (apiError.statusCode >= 500) {
-      request.log.error({ ...where, err: error }, apiError.statusCode === 503 ? 'store unavailable' : 'unexpected error')
+    if (apiError.statusCode === 503) {
+      logUnavailable('store unavailable (repeats within 5 s are not logged; chat_auth_http_requests_total counts them)', { ...where, err: error })
+    } else if (apiError.statusCode >= 500) {
+      request.log.error({ ...where, err: error }, 'unexpected error')
     } else if (CREDENTIAL_REFUSALS.has(apiError.code)) {
       // SPEC §7.3: an operator sees who is guessing, and at which key (never the secret).
       request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode, clientAddress: request.ip, keyId: keyIdOf(request.body) }, apiError.message)

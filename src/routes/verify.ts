@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { bearerToken, type Identity, type Verdict, type VerifyToken } from '../auth/verify.js'
 import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
-import { BEARER_CHALLENGE, denialBody, errors } from '../errors.js'
-import { body } from '../http/error-handler.js'
+import { BEARER_CHALLENGE, denialBody } from '../errors.js'
+import type { Metrics } from '../metrics.js'
+import { answerUndecided, undecidedReporter, type ReportUndecided } from '../http/undecided.js'
 
 /** The answer to an allowed request, and the headers a proxy forwards upstream. */
 export function identityBody(identity: Identity) {
@@ -52,10 +53,10 @@ export function answerVerification(verifyToken: VerifyToken, request: FastifyReq
   try {
     verdict = verifyToken(bearerToken(request.headers.authorization))
   } catch (error) {
-    return cannotDecide(request, reply, error)
+    return cannotDecide(verifyToken, request, reply, error)
   }
   return verdict instanceof Promise
-    ? verdict.then((settled) => answer(reply, settled), (error) => cannotDecide(request, reply, error))
+    ? verdict.then((settled) => answer(reply, settled), (error) => cannotDecide(verifyToken, request, reply, error))
     : answer(reply, verdict)
 }
 
@@ -64,10 +65,16 @@ function answer(reply: FastifyReply, verdict: Verdict): FastifyReply {
   return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
 }
 
+// The reporter of each verifier's route, found by the verifier: a request Fastify refused
+// before routing (app.ts answerFrameworkError) is answered with the same reporter.
+const reporters = new WeakMap<VerifyToken, ReportUndecided>()
+
 /** Whatever went wrong, the endpoint cannot decide: 503, never an allow, never a 500. */
-function cannotDecide(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  request.log.error({ reqId: request.id, err: error }, 'verification could not be decided')
-  return reply.code(503).header('retry-after', '1').send(body(errors.unavailable()))
+function cannotDecide(verifyToken: VerifyToken, request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  let report = reporters.get(verifyToken)
+  if (report === undefined) reporters.set(verifyToken, (report = undecidedReporter(request.server.log)))
+  report(error, request.id)
+  return answerUndecided(reply)
 }
 
 const VerifyResponse = Type.Object({
@@ -83,7 +90,8 @@ const schema = { response: { 200: VerifyResponse, ...errorResponses(401, 503) } 
  * that nginx auth_request, Envoy ext_authz and Traefik ForwardAuth can point at it. It
  * answers only 200, 401 or 503: a proxy turns anything else into a 500.
  */
-export async function verifyRoute(fastify: FastifyInstance, { verifyToken }: { verifyToken: VerifyToken }): Promise<void> {
+export async function verifyRoute(fastify: FastifyInstance, { verifyToken, metrics }: { verifyToken: VerifyToken; metrics?: Metrics }): Promise<void> {
+  reporters.set(verifyToken, undecidedReporter(fastify.log, metrics))
   // A proxy may forward the original request's body with any content type; it is never read.
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser('*', (_request, payload, done) => {
@@ -95,7 +103,7 @@ export async function verifyRoute(fastify: FastifyInstance, { verifyToken }: { v
   // Only a request Fastify refused before the handler (a QUERY without a content type, say)
   // reaches this: its token still decides. Anything else means the endpoint cannot decide.
   const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) =>
-    isRefusedRequest(error) ? answerVerification(verifyToken, request, reply) : cannotDecide(request, reply, error)
+    isRefusedRequest(error) ? answerVerification(verifyToken, request, reply) : cannotDecide(verifyToken, request, reply, error)
   // Every method answers alike, so the API description lists the endpoint once, as GET;
   // the other methods, and the paths below it, answer the same and stay out of it.
   const undocumented = { errorHandler, schema: { ...schema, hide: true } }

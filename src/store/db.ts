@@ -30,7 +30,7 @@ function classify(error: unknown): unknown {
   const message = error instanceof Error ? error.message : String(error)
   const unavailable =
     (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) ||
-    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|connection is closed/i.test(message)
+    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|connection is closed|PGlite is closed/i.test(message)
   return unavailable ? new StoreUnavailableError(`database unavailable: ${message}`, { cause: error }) : error
 }
 
