@@ -90,10 +90,12 @@ export function folder<D extends string | undefined = undefined>(about: About<D>
   return variable(about, (value) => (value.startsWith('memory://') ? value : resolve(value)))
 }
 
-const DURATION = /^([1-9][0-9]{0,8})([mhd])$/
+// No leading zero (one spelling per value); any number of digits: a long but well-formed
+// value is over the caller's limit, which says more than "malformed" (callers bound the length).
+const DURATION = /^([1-9][0-9]*)([mhd])$/
 const UNIT_SECONDS = { m: 60, h: 3600, d: 86400 } as const
 
-/** `<positive integer><m|h|d>` → seconds, or undefined when malformed. */
+/** `<positive integer><m|h|d>` → seconds (possibly huge: compare with a limit), or undefined when malformed. */
 export function parseDuration(value: string): number | undefined {
   const match = DURATION.exec(value)
   if (!match) return undefined
