@@ -11,7 +11,9 @@ import { throttledLog } from '../throttled-log.js'
 export function installErrorHandling(fastify: FastifyInstance): void {
   const logUnavailable = throttledLog(fastify.log, Date.now, 'error')
   fastify.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error as FastifyError)
+    // The reference page's file server refuses a path that climbs out of its folder with a
+    // 403 no document lists: to a caller it is a path like any other that is not there.
+    const apiError = (error as FastifyError).code === 'FST_STATIC_FORBIDDEN_PATH' ? errors.routeNotFound(request.method, request.url) : toApiError(error as FastifyError)
     const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
     if (apiError.statusCode === 503) {
       logUnavailable('store unavailable (repeats within 5 s are not logged; chat_auth_http_requests_total counts them)', { ...where, err: error })

@@ -3,6 +3,7 @@
  * routes themselves, that names every route the app registers, every SPEC path with its
  * request body, answers and error bodies, and the admin paths' bearer scheme.
  */
+import { connect, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify, { type RouteOptions } from 'fastify'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -167,3 +168,37 @@ t.test('the description routes answer without credentials; the reference page is
   t.match(page.headers['content-type'], /^text\/html/)
   t.notMatch(page.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[^"'\s]*\.(js|css)/, 'no script or style from another host')
 })
+
+t.test('the page\'s own copies of the document: /docs/json is /openapi.json, /docs/yaml the same in YAML', async (t) => {
+  const json = await fastify.inject({ method: 'GET', url: `${DOCS_PATH}/json` })
+  t.equal(json.statusCode, 200)
+  t.strictSame(json.json(), document)
+  const yaml = await fastify.inject({ method: 'GET', url: `${DOCS_PATH}/yaml` })
+  t.equal(yaml.statusCode, 200)
+  t.match(yaml.headers['content-type'], /yaml/)
+  t.match(yaml.body, /^openapi: 3\.1\.0$/m)
+})
+
+t.test('a path that climbs out of the page\'s files is a 404 with the error body, as any unknown path', async (t) => {
+  // Over a real socket: inject would resolve the dots before the router sees them.
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  const port = (fastify.server.address() as AddressInfo).port
+  for (const path of ['/docs/static/..', '/docs/static/../', '/docs/static/%2e%2e', '/docs/static/.%2e/', '/docs/static/a/..', '/docs/static/%00', '/docs/static//etc/passwd']) {
+    const response = await rawGet(port, path)
+    t.equal(response.status, 404, path)
+    t.strictSame(JSON.parse(response.body), { statusCode: 404, message: `Route GET ${path} not found`, code: 'ROUTE_NOT_FOUND' }, path)
+  }
+})
+
+/** One GET written by hand, so that its path reaches the server exactly as written. */
+function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => (text += chunk))
+    socket.on('error', reject)
+    socket.on('end', () => resolve({ status: Number(text.split(' ')[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) }))
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
+  })
+}
