@@ -11,7 +11,7 @@ import { answerUndecided, undecidedReporter } from './http/undecided.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** preHandler that admits a request only with a valid chat token (SPEC §3.3 checks). */
+    /** onRequest (or preHandler) hook that admits a request only with a valid chat token (SPEC §3.3 checks). */
     requireChatToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   }
   interface FastifyRequest {
@@ -66,7 +66,7 @@ async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Log
 /**
  * For a Node chat backend that verifies in-process, against the same stores as the gateway:
  * `app.register(chatAuthPlugin, { config: loadConfig() })`, then
- * `{ preHandler: app.requireChatToken }` on the routes to protect.
+ * `{ onRequest: app.requireChatToken }` on the routes to protect (before any body is read).
  */
 export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
   async (fastify, options) => {

@@ -26,11 +26,18 @@ t.test('a Node chat backend verifies in-process with the same checks and stores'
   await chat.register(chatAuthPlugin, { gateway: gatewayNode.gateway })
   chat.get('/messages', { preHandler: chat.requireChatToken }, async (request) => ({ for: request.chatAuth!.user.externalId }))
   chat.get('/public', async (request) => ({ identity: request.chatAuth }))
+  // As an onRequest hook (the README's way) the token is checked before any body is read.
+  chat.post('/messages', { onRequest: chat.requireChatToken }, async (request) => ({ got: request.body }))
 
   const allowed = await chat.inject({ url: '/messages', headers: { authorization: `Bearer ${issued.token}` } })
   t.equal(allowed.statusCode, 200)
   t.same(allowed.json(), { for: 'chatter' })
   t.same((await chat.inject({ url: '/public' })).json(), { identity: null }, 'unprotected routes see no identity')
+
+  const unread = await chat.inject({ method: 'POST', url: '/messages', headers: { 'content-type': 'application/json' }, payload: '{"not json' })
+  t.equal(unread.statusCode, 401, 'no token: 401 before the malformed body is parsed')
+  const posted = await chat.inject({ method: 'POST', url: '/messages', headers: { authorization: `Bearer ${issued.token}` }, payload: { text: 'hi' } })
+  t.same(posted.json(), { got: { text: 'hi' } })
 
   const missing = await chat.inject({ url: '/messages' })
   t.equal(missing.statusCode, 401)
@@ -108,6 +115,7 @@ t.test('the plugin joins the gateway over PostgreSQL and Redis, and closes its n
 t.test("the README's plugin example lets the process exit once the app is closed", async (t) => {
   const example = [...readFileSync(new URL('../README.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
   t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the README registers the plugin with the configuration')
+  t.match(example, /\{ onRequest: app\.requireChatToken \}/, 'the README checks the token on request, before any body is read')
   // The README's wiring, then a close: the process must end by itself (nothing left open).
   const script = `
     import Fastify from 'fastify'
@@ -116,7 +124,7 @@ import { pino } from 'pino'
     const config = loadConfig()
     const app = Fastify({ pluginTimeout: 120_000 }) // (the README's Fastify(), with room for a busy test machine)
     await app.register(chatAuthPlugin, { config })
-    app.get('/messages', { preHandler: app.requireChatToken }, async (req) => req.chatAuth.user)
+    app.get('/messages', { onRequest: app.requireChatToken }, async (req) => req.chatAuth.user)
     await app.ready()
     await app.close()
     console.log('closed')`
