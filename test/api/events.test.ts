@@ -17,6 +17,7 @@ import {
   post,
   randomUUID,
   serverErrorCounts,
+  sharedDb,
   startApp,
   type Tenant,
 } from '../support/helpers.js'
@@ -152,6 +153,19 @@ t.test('a cursor belongs to its company: another company\'s cursor or a hand-mad
     t.equal(response.statusCode, 400, cursor)
     t.strictSame(response.json(), errorBody(400, 'before must be a cursor returned as next by this listing', 'VALIDATION_ERROR'), cursor)
   }
+})
+
+t.test('a cursor is read by every node of the store, whatever its JWT keys (a rotation keeps it valid)', async (t) => {
+  const db = await sharedDb(t)
+  const first = await startApp(t, {}, { db })
+  const acme = await createTenant(first)
+  const issued = await issueToken(first, acme, 'carol')
+  for (let i = 0; i < 3; i++) t.equal((await invalidate(first, acme, issued.user.id)).statusCode, 200)
+  const page = (await first.admin('GET', `/admin/v1/companies/${acme.companyId}/events?limit=2`)).json()
+  const rotated = await startApp(t, { JWT_SECRET: 'another-secret-of-a-rotation-'.padEnd(48, 'x') }, { db })
+  const next = await rotated.admin('GET', `/admin/v1/companies/${acme.companyId}/events?limit=2&before=${page.next}`)
+  t.equal(next.statusCode, 200)
+  t.strictSame(next.json().events.map((e: { detail: unknown }) => e.detail), [{ newTokenVersion: 1 }, { name: 'test' }], 'the next page, on the other node: the first invalidation, then the key\'s creation')
 })
 
 t.test('bad input is a 400 with the error body, an unknown company a 404, no admin token a 401', async (t) => {
