@@ -30,6 +30,7 @@ t.test('a node whose store is away: many 503s, the cause logged a bounded number
   t.ok(causes.length >= 1, 'the cause is logged')
   t.ok(causes.length <= 2, `logged ${causes.length} times for ${REQUESTS} answers, at most once per interval`)
   t.ok(causes.every((line) => line.length < 4096))
+  t.comment(`${causes.reduce((sum, line) => sum + line.length, 0)} bytes of log for ${REQUESTS} answers`)
   const scraped = (await node.inject({ method: 'GET', url: '/metrics' })).body
   t.match(scraped, new RegExp(`^chat_auth_verify_unavailable_total ${REQUESTS}$`, 'm'), 'every 503 counted')
 
