@@ -37,6 +37,7 @@ export const errors = {
   defaultAgentRequired: define(400, 'AGENT_REQUIRED', 'agentId is required: the company has no default agent'),
   customerUserInactive: define(403, 'CUSTOMER_USER_INACTIVE', 'Customer user is inactive'),
   tokenNotFound: define(400, 'TOKEN_NOT_FOUND', 'Token not found or does not belong to your company'),
+  tokenKeyUnknown: define(400, 'TOKEN_KEY_UNKNOWN', 'Token is signed with a key this node does not know (a key rotation under way?)'),
   customerUserNotFound: define(400, 'CUSTOMER_USER_NOT_FOUND', 'Customer user not found or does not belong to your company'),
   invalidAdminToken: define(401, 'INVALID_ADMIN_TOKEN', 'Invalid admin token', ADMIN_CHALLENGE),
   notFound: (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`),

@@ -1,18 +1,21 @@
 import { errors } from '../errors.js'
 import type { Changes } from '../changes.js'
-import type { Keyring } from '../jwt/keyring.js'
+import { claimedKid, type Keyring } from '../jwt/keyring.js'
 
 /** SPEC §7.1 `revoke-token`: the one token (its jti) refused until its exp, on every node. */
 export interface TokenRevoker {
   /**
    * Resolves once every node refuses the token. 400 unless it carries our valid signature
    * and the key's company; an expired token is answered as revoked, with nothing to write.
+   * A token whose `kid` this node does not know may be valid on a node that does (a key
+   * rotation under way): 400 `TOKEN_KEY_UNKNOWN` says so, and nothing is written, since a
+   * signature this node cannot check proves neither the token nor its company.
    */
   revoke(key: { companyId: string; keyId: string }, token: string): Promise<{ jti: string; exp: number }>
 }
 
 export interface TokenRevokerOptions {
-  keyring: Pick<Keyring, 'verify'>
+  keyring: Pick<Keyring, 'verify' | 'kids'>
   changes: Pick<Changes, 'revokeToken'>
   /** verification accepts a token until exp + this: until then a revocation is needed */
   clockToleranceSeconds: number
@@ -28,6 +31,10 @@ export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, no
   return {
     async revoke({ companyId, keyId }, token) {
       const claims = token.length > 0 ? keyring.verify(token) : undefined
+      if (claims === undefined) {
+        const kid = claimedKid(token)
+        if (kid !== undefined && !keyring.kids.includes(kid)) throw errors.tokenKeyUnknown()
+      }
       const { jti, exp, sub } = claims ?? {}
       if (
         claims === undefined ||

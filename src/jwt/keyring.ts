@@ -35,6 +35,8 @@ export interface PublicJwk extends JsonWebKey {
  */
 export interface Keyring {
   readonly signingKid: string
+  /** the kid of every key that verifies, the signing one first */
+  readonly kids: readonly string[]
   sign(claims: TokenClaims): string
   /** The verified claims, or undefined for any token that is not ours and intact. */
   verify(token: string): Record<string, unknown> | undefined
@@ -79,6 +81,7 @@ export function createKeyring(config: JwtConfig, keys: JwtKeyConfig[]): Keyring 
 
   return {
     signingKid: signing.kid,
+    kids: built.map((key) => key.kid),
     sign: (claims) => signer(claims),
     verify(token) {
       if (token.length > MAX_TOKEN_LENGTH) return undefined
@@ -122,17 +125,28 @@ function hs256Signer(secret: string, kid: string): (claims: TokenClaims) => stri
 }
 
 function keyForHeader(segment: string, byKid: Map<string, BuiltKey>): BuiltKey | undefined {
+  const { kid, alg } = headerOf(segment)
+  if (typeof kid !== 'string') return undefined
+  const key = byKid.get(kid)
+  return key !== undefined && key.alg === alg ? key : undefined
+}
+
+/** The `kid` a token's header names, unverified: undefined when it names none. */
+export function claimedKid(token: string): string | undefined {
+  const dot = token.indexOf('.')
+  if (dot <= 0) return undefined
+  const { kid } = headerOf(token.slice(0, dot))
+  return typeof kid === 'string' ? kid : undefined
+}
+
+function headerOf(segment: string): { kid?: unknown; alg?: unknown } {
   let header: unknown
   try {
     header = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
   } catch {
-    return undefined
+    return {}
   }
-  if (typeof header !== 'object' || header === null) return undefined
-  const { kid, alg } = header as { kid?: unknown; alg?: unknown }
-  if (typeof kid !== 'string') return undefined
-  const key = byKid.get(kid)
-  return key !== undefined && key.alg === alg ? key : undefined
+  return typeof header === 'object' && header !== null ? (header as { kid?: unknown; alg?: unknown }) : {}
 }
 
 function buildKey(key: JwtKeyConfig, index: number, config: JwtConfig): BuiltKey {
