@@ -31,7 +31,7 @@ export async function startServer(config: Config, logger: Logger, print: (text: 
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.port
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
-    logger.info({ url, store: gateway.db.kind, bus: config.redis ? `redis (${config.redis.kind})` : 'in-process', kid: gateway.keyring.signingKid }, 'chat-auth listening')
+    logger.info({ url, store: gateway.db.kind, bus: config.redis ? `redis (${config.redis.kind})` : 'in-process', kid: gateway.keyring.signingKid, kids: gateway.keyring.kids }, 'chat-auth listening')
     // Shown on the terminal, once, by design; never through the logger.
     if (gateway.generatedAdminToken) {
       print(`\nNo ADMIN_TOKEN was set: generated one (shown once, kept in the store as a hash):\n  ADMIN_TOKEN=${gateway.generatedAdminToken}\n`)

@@ -1,6 +1,8 @@
 import { createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto'
 import t from 'tap'
-import { createTenant, decodeToken, forgeHs256, issueToken, JWT_SECRET, nowSeconds, sharedDb, startApp, verify } from './support/helpers.js'
+import { createMessageCodec, deriveBusKeys } from '../src/bus/messages/messages.js'
+import type { JwtKeyConfig } from '../src/config.js'
+import { createTenant, decodeToken, forgeHs256, issueToken, JWT_SECRET, nowSeconds, sharedDb, startApp, storeIndependentTest, verify } from './support/helpers.js'
 
 const pem = (type: 'ec' | 'ed25519' | 'rsa') => {
   const options = type === 'ec' ? { namedCurve: 'P-256' } : type === 'rsa' ? { modulusLength: 2048 } : {}
@@ -90,4 +92,58 @@ t.test('a token from another secret with our kid is Invalid token', async (t) =>
   const { header, payload } = decodeToken((await issueToken(node, tenant, 'x')).token)
   const forged = forgeHs256(header, { ...payload, exp: nowSeconds() + 60 }, 'an-attackers-secret-that-is-32-bytes-long!!')
   t.equal((await verify(node, forged)).json().code, 'INVALID_TOKEN')
+})
+
+/** Whether a node with keys `b` authenticates a change and an ack sent by a node with keys `a`. */
+function busUnderstands(a: JwtKeyConfig[], b: JwtKeyConfig[]): boolean {
+  const [sender, receiver] = [createMessageCodec('chat-auth', deriveBusKeys(a)), createMessageCodec('chat-auth', deriveBusKeys(b))]
+  const change = receiver.readChange(sender.change({ id: 'm1', from: 'node-a', row: { kind: 'user', id: 'u1', revision: 1 } }))
+  const ack = receiver.readAck(sender.ack({ id: 'm1', node: 'node-a' }))
+  return change.ok && ack.ok
+}
+
+storeIndependentTest('the two-phase rotation keeps the Redis bus authenticated between every pair of phases; the one-step and the publicKey-only ones do not', async (t) => {
+  for (const [kind, old, next] of [
+    ['HS256', { alg: 'HS256', secret: 'the-old-bus-rotation-secret-of-at-least-32-bytes' }, { alg: 'HS256', secret: 'the-new-bus-rotation-secret-of-at-least-32-bytes' }],
+    ['ES256', { alg: 'ES256', privateKey: pem('ec') }, { alg: 'ES256', privateKey: pem('ec') }],
+  ] as Array<[string, JwtKeyConfig, JwtKeyConfig]>) {
+    const phases: Record<string, JwtKeyConfig[]> = { before: [old], 'phase 1': [old, next], 'phase 2': [next, old] }
+    const names = Object.keys(phases)
+    // A rolling restart puts each phase beside the one before it; the nodes also run a phase beside itself.
+    for (let i = 0; i < names.length; i++) {
+      for (const j of [i, i + 1].filter((j) => j < names.length)) {
+        const [a, b] = [phases[names[i]!]!, phases[names[j]!]!]
+        t.ok(busUnderstands(a, b) && busUnderstands(b, a), `${kind}: ${names[i]} and ${names[j]} authenticate each other's messages`)
+      }
+    }
+    t.ok(busUnderstands([next, old], [old]) && busUnderstands([old], [next, old]), `${kind}: the one-step rotation still shares the old key on the bus (its tokens are what break)`)
+    t.notOk(busUnderstands([next], [old]), `${kind}: a node without the old key and one without the new one share no bus key (the bad rotation of test/redis-bus.test.ts)`)
+  }
+  // Asymmetric keys: a public key gives no bus key, so a phase 1 that lists only the new
+  // public key and a phase 2 that keeps only the old public key share nothing. The README
+  // says to list both private keys until every node runs phase 2.
+  const [oldKey, newKey] = [pem('ec'), pem('ec')]
+  const publicOf = (privateKey: string) => createPublicKey(privateKey).export({ format: 'pem', type: 'spki' }).toString()
+  const phase1PublicOnly: JwtKeyConfig[] = [{ alg: 'ES256', privateKey: oldKey }, { alg: 'ES256', publicKey: publicOf(newKey) }]
+  const phase2PublicOnly: JwtKeyConfig[] = [{ alg: 'ES256', privateKey: newKey }, { alg: 'ES256', publicKey: publicOf(oldKey) }]
+  t.notOk(busUnderstands(phase1PublicOnly, phase2PublicOnly), 'ES256 with only public keys beside the signing one: the two phases share no bus key')
+  t.ok(busUnderstands(phase1PublicOnly, [{ alg: 'ES256', privateKey: newKey }, { alg: 'ES256', privateKey: oldKey }]), 'and keeping the old private key in phase 2 is enough')
+})
+
+t.test('phase 1 of an asymmetric rotation: the new key verifies and is published, the old one still signs', async (t) => {
+  const db = await sharedDb(t)
+  const [oldKey, newKey] = [pem('ec'), pem('ec')]
+  const phase1 = await startApp(t, { JWT_SECRET: '', JWT_KEYS: JSON.stringify([{ alg: 'ES256', privateKey: oldKey }, { alg: 'ES256', privateKey: newKey }]) }, { db })
+  const phase2 = await startApp(t, { JWT_SECRET: '', JWT_KEYS: JSON.stringify([{ alg: 'ES256', privateKey: newKey }, { alg: 'ES256', privateKey: oldKey }]) }, { db })
+  const tenant = await createTenant(phase1, 'asymmetric rotation co')
+  const [oldKid, newKid] = [phase1.gateway.keyring.signingKid, phase2.gateway.keyring.signingKid]
+  const kids = async (node: typeof phase1) => (await node.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json().keys.map((key: { kid: string }) => key.kid)
+  t.same(await kids(phase1), [oldKid, newKid], "phase 1's JWKS lists both keys: how an operator tells a node runs phase 1")
+  t.same(await kids(phase2), [newKid, oldKid])
+  t.same(phase1.gateway.keyring.kids, [oldKid, newKid], 'the kids the start-up log line names, for HS256 whose JWKS is empty')
+  const fromPhase1 = (await issueToken(phase1, tenant, 'dora')).token
+  const fromPhase2 = (await issueToken(phase2, tenant, 'dora')).token
+  t.equal(decodeToken(fromPhase1).header.kid, oldKid, 'phase 1: the old key still signs')
+  t.equal(decodeToken(fromPhase2).header.kid, newKid, 'phase 2: the new key signs')
+  for (const node of [phase1, phase2]) for (const token of [fromPhase1, fromPhase2]) t.equal((await verify(node, token)).statusCode, 200)
 })
