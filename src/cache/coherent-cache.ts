@@ -5,6 +5,17 @@ export interface Revisioned {
   revision: number
 }
 
+/**
+ * A bound in bytes besides the bound in entries: `bytesOf` estimates what an entry holds
+ * (it runs on every store, so it must be cheap), and the least recently used entries are
+ * evicted until the estimates sum to at most `maxBytes`. An entry estimated above the whole
+ * budget is not kept at all. Evicting is always safe: the next read is a miss.
+ */
+export interface ByteBudget<V> {
+  maxBytes: number
+  bytesOf: (key: string, value: V) => number
+}
+
 /** Taken before a fill reads the store; the fill lands only if nothing it could miss happened since. */
 export interface FillTicket {
   readonly epoch: number
@@ -41,12 +52,20 @@ export class CoherentCache<V extends Revisioned> {
   constructor(
     max: number,
     private readonly recentLimit = 8192,
+    budget?: ByteBudget<V>,
   ) {
-    this.entries = new LRUCache<string, V>({ max })
+    this.entries = new LRUCache<string, V>(
+      budget === undefined ? { max } : { max, maxSize: budget.maxBytes, sizeCalculation: (value, key) => Math.max(1, Math.ceil(budget.bytesOf(key, value))) },
+    )
   }
 
   get size(): number {
     return this.entries.size
+  }
+
+  /** The estimated bytes held (0 without a byte budget). */
+  get bytes(): number {
+    return this.entries.calculatedSize ?? 0
   }
 
   get currentEpoch(): number {

@@ -45,9 +45,14 @@ interface Model {
   store: number[]
   floor: number[]
   violations: string[]
+  maxBytes?: number
 }
 
+/** States of different sizes: a newer state may no longer fit where its older one did, or fit nowhere. */
+const bytesOf = (_key: string, value: { revision: number }) => 10 + (value.revision % 3) * 10
+
 function check(model: Model, where: string): void {
+  if (model.maxBytes !== undefined && model.cache.bytes > model.maxBytes) model.violations.push(`${where}: ${model.cache.bytes} bytes held, budget ${model.maxBytes}`)
   for (let key = 0; key < KEYS; key++) {
     const held = model.cache.get(String(key))
     if (held !== undefined && held.revision < model.floor[key]!) {
@@ -62,9 +67,10 @@ function flush(model: Model, where: string): void {
   check(model, where)
 }
 
-async function run(s: fc.Scheduler, ops: Op[], cacheMax: number, recentLimit: number): Promise<Model> {
+async function run(s: fc.Scheduler, ops: Op[], cacheMax: number, recentLimit: number, maxBytes?: number): Promise<Model> {
   const model: Model = {
-    cache: new CoherentCache<{ revision: number }>(cacheMax, recentLimit),
+    cache: new CoherentCache<{ revision: number }>(cacheMax, recentLimit, maxBytes === undefined ? undefined : { maxBytes, bytesOf }),
+    maxBytes,
     store: new Array(KEYS).fill(0),
     floor: new Array(KEYS).fill(0),
     violations: [],
@@ -121,8 +127,10 @@ t.test('no interleaving of fills, changes and flushes leaves an older state in p
       fc.array(opArb, { minLength: 1, maxLength: 14 }),
       fc.constantFrom(1, 2, 16),
       fc.constantFrom(1, 2, 8192),
-      async (s, ops, cacheMax, recentLimit) => {
-        const model = await run(s, ops, cacheMax, recentLimit)
+      // a byte budget that holds no state, one of the smaller ones, or all of them
+      fc.constantFrom(undefined, 5, 15, 35, 1000),
+      async (s, ops, cacheMax, recentLimit, maxBytes) => {
+        const model = await run(s, ops, cacheMax, recentLimit, maxBytes)
         if (model.violations.length) throw new Error(model.violations.join('\n') + '\n' + s.report())
       },
     ),
@@ -190,4 +198,25 @@ t.test('fills older than the forgotten window are refused', async (t) => {
   t.equal(cache.fill('u', { revision: 1 }, ticket), false)
   const later = cache.ticket()
   t.equal(cache.fill('u', { revision: 1 }, later), true)
+})
+
+t.test('a byte budget evicts the least recently used entries by their size, and says what it holds', async (t) => {
+  const cache = new CoherentCache<{ revision: number; name: string }>(100, 8192, { maxBytes: 100, bytesOf: (key, value) => key.length + value.name.length })
+  cache.fill('a', { revision: 1, name: 'x'.repeat(39) }, cache.ticket()) // 40 bytes
+  cache.fill('b', { revision: 1, name: 'x'.repeat(39) }, cache.ticket()) // 80
+  t.equal(cache.bytes, 80)
+  cache.get('a') // b is now the least recently used
+  cache.fill('c', { revision: 1, name: 'x'.repeat(39) }, cache.ticket()) // 120 > 100: b goes
+  t.equal(cache.bytes, 80)
+  t.equal(cache.size, 2)
+  t.equal(cache.get('b'), undefined)
+  t.ok(cache.get('a'))
+  t.ok(cache.get('c'))
+  cache.apply('a', 2, { revision: 2, name: 'x'.repeat(200) }) // a newer state too big to hold: evicted, never kept stale
+  t.equal(cache.get('a'), undefined)
+  t.equal(cache.bytes, 40)
+  t.equal(cache.fill('d', { revision: 1, name: 'x'.repeat(200) }, cache.ticket()), true, 'a fill too big to hold is not an error')
+  t.equal(cache.get('d'), undefined)
+  cache.flush()
+  t.equal(cache.bytes, 0)
 })
