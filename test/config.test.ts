@@ -17,6 +17,8 @@ t.test('defaults (SPEC §5)', async (t) => {
   t.equal(config.tokenMaxTtlSeconds, 30 * 86400)
   t.equal(config.bodyLimitBytes, 16 * 1024)
   t.equal(config.logLevel, 'info')
+  t.equal(config.cacheSize, 1_000_000)
+  t.equal(config.cacheMaxBytes, 256 * 2 ** 20, "a byte budget that 1,000,000 short-id users fit in (bench/RESULTS.md)")
 })
 
 t.test('durations', async (t) => {
@@ -75,6 +77,8 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
     [{ CACHE_SIZE: 'many' }, 'CACHE_SIZE'],
+    [{ CACHE_MAX_BYTES: '1000' }, 'CACHE_MAX_BYTES'],
+    [{ CACHE_MAX_BYTES: '1GB' }, 'CACHE_MAX_BYTES'],
     [{ WARM_UP_USERS: '-1' }, 'WARM_UP_USERS'],
     [{ WARM_UP_USERS: 'all' }, 'WARM_UP_USERS'],
     [{ WARM_UP_USERS: '2000', CACHE_SIZE: '1000' }, 'WARM_UP_USERS'],

@@ -19,7 +19,7 @@ export interface Caches {
 /** The node's caches, kept by the bus, warmed up off the start-up path, and their series on /metrics. */
 export function openCaches(onClose: OnClose, config: Config, options: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger }): Caches {
   const { store, bus, metrics, logger } = options
-  const states = createStates(store, bus, config.cacheSize, { clockToleranceSeconds: config.jwt.clockToleranceSeconds })
+  const states = createStates(store, bus, config.cacheSize, { clockToleranceSeconds: config.jwt.clockToleranceSeconds, maxBytes: config.cacheMaxBytes })
   onClose(() => states.close())
   registerCacheMetrics(metrics, states, bus)
   return { states, warmedUp: warmUp(config.warmUpUsers, store, states, logger).done }
@@ -56,6 +56,8 @@ function registerCacheMetrics(metrics: Metrics, states: States, bus: Invalidatio
   metrics.collect('chat_auth_cache_hits_total', 'Cache hits by cache', 'counter', byCache((c) => c.hits), ['cache'])
   metrics.collect('chat_auth_cache_misses_total', 'Cache misses by cache', 'counter', byCache((c) => c.misses), ['cache'])
   metrics.collect('chat_auth_cache_entries', 'Entries held by cache', 'gauge', byCache((c) => c.size), ['cache'])
+  metrics.collect('chat_auth_cache_bytes', 'Estimated bytes held by cache, bounded by CACHE_MAX_BYTES (userIds: the external-id index)', 'gauge', () =>
+    Object.entries(states.bytes()).map(([cache, value]) => ({ labels: { cache }, value })), ['cache'])
   metrics.collect('chat_auth_cache_fills_discarded_total', 'Store reads not cached because a change or epoch raced them', 'counter', byCache((c) => c.discardedFills), ['cache'])
   metrics.collect('chat_auth_revoked_tokens', 'Tokens revoked one by one that this node holds (until each expires)', 'gauge', () => states.revokedTokens.size)
   metrics.collect('chat_auth_cache_trusted', '1 while the invalidation channel vouches for the caches', 'gauge', () => (bus.health().trusted ? 1 : 0))

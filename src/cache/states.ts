@@ -5,6 +5,7 @@ import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
 import { createRevokedTokens, type RevokedTokens } from './revoked-tokens.js'
+import { agentBytes, apiKeyBytes, companyBytes, userBytes, userIdBytes } from './sizes.js'
 
 /**
  * The node's view of users, agents, companies and API keys: served from coherent LRUs while
@@ -24,6 +25,8 @@ export interface States {
   knownUserId(companyId: string, externalId: string): string | undefined
   rememberUserId(companyId: string, externalId: string, userId: string): void
   readonly caches: { users: CoherentCache<UserState>; agents: CoherentCache<AgentState>; apiKeys: CoherentCache<ApiKeyRevision>; companies: CoherentCache<CompanyState> }
+  /** Estimated bytes each cache holds, the (company, external id) index among them (sizes.ts). */
+  bytes(): Record<'users' | 'agents' | 'apiKeys' | 'companies' | 'userIds', number>
   readonly revokedTokens: RevokedTokens
   /** Stops the revoked map's sweeper. */
   close(): void
@@ -32,25 +35,37 @@ export interface States {
 export interface StatesOptions {
   /** verification's clock tolerance: a revoked jti is kept that long past its exp */
   clockToleranceSeconds?: number
+  /**
+   * Estimated bytes of cached users (CACHE_MAX_BYTES); the (company, external id) index gets
+   * as much, agents and companies a tenth each, API keys a hundredth. None: bounded by count only.
+   */
+  maxBytes?: number
 }
 
 type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'liveRevokedTokens' | 'isTokenRevoked'>
+
+const MIN_SHARE_BYTES = 65_536
 
 type ApiKeyRevision = ApiKeyState & Revisioned
 export type MaybePromise<T> = T | Promise<T>
 
 export function createStates(store: StateReads, bus: InvalidationBus, cacheSize: number, options: StatesOptions = {}): States {
-  const users = new CoherentCache<UserState>(cacheSize)
-  const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)))
-  const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)))
+  const maxBytes = options.maxBytes
+  // a small budget still leaves the few agents, companies and keys room for a few hundred entries
+  const budget = <V>(share: number, bytesOf: (key: string, value: V) => number) =>
+    maxBytes === undefined ? undefined : { maxBytes: Math.max(MIN_SHARE_BYTES, Math.ceil(maxBytes * share)), bytesOf }
+  const users = new CoherentCache<UserState>(cacheSize, undefined, budget(1, userBytes))
+  const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, agentBytes))
+  const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, companyBytes))
   const revokedTokens = createRevokedTokens({
     load: () => store.liveRevokedTokens(options.clockToleranceSeconds ?? 0),
     read: (jti) => store.isTokenRevoked(jti),
     trusted: () => bus.trusted(),
     graceSeconds: options.clockToleranceSeconds ?? 0,
   })
-  const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)))
-  const userIds = new LRUCache<string, string>({ max: cacheSize })
+  const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)), undefined, budget(1 / 100, apiKeyBytes))
+  // External ids are up to 255 characters: this index is bounded in bytes like the users.
+  const userIds = new LRUCache<string, string>(maxBytes === undefined ? { max: cacheSize } : { max: cacheSize, maxSize: maxBytes, sizeCalculation: (userId, key) => userIdBytes(key, userId) })
   const intern = createInterner(100_000)
 
   const cacheOf = { user: users, agent: agents, apiKey: apiKeys, company: companies } as const
@@ -120,6 +135,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
 
   return {
     caches: { users, agents, apiKeys, companies },
+    bytes: () => ({ users: users.bytes, agents: agents.bytes, apiKeys: apiKeys.bytes, companies: companies.bytes, userIds: userIds.calculatedSize ?? 0 }),
     revokedTokens,
     close: () => revokedTokens.close(),
     company: (id) => read(companies, id, companyMisses),

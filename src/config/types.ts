@@ -17,6 +17,8 @@ export interface Config {
   bodyLimitBytes: number
   /** users, agents and API keys each held in an LRU of this many entries */
   cacheSize: number
+  /** estimated bytes of cached users; the external-id index as much, agents and companies a tenth, API keys a hundredth */
+  cacheMaxBytes: number
   /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
   eventRetentionDays: number
   /** how long a node trusts its cache after the channel last proved itself alive */

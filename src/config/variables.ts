@@ -39,6 +39,8 @@ export const VARIABLES = {
   // nginx forwards up to 4 × 8 KB of headers by default, Envoy up to 60 KB: a verify call either sends must be read.
   MAX_HEADER_SIZE: integer(16 * 1024, 1024 * 1024, { default: '65536', help: 'request line and headers limit in bytes (beyond it: 401 on the verify path, 431 elsewhere)' }),
   CACHE_SIZE: integer(100, 50_000_000, { default: '1000000', help: 'users cached per node (agents: a tenth, API keys: a hundredth)' }),
+  // A user's external id is up to 255 characters: bounding by count alone lets a cached user cost 3× a short-id one.
+  CACHE_MAX_BYTES: integer(65_536, 1_099_511_627_776, { default: '268435456', help: "estimated bytes of cached users per node (the external-id index as much, agents and companies a tenth, API keys a hundredth)" }),
   WARM_UP_USERS: integer(0, 50_000_000, { default: '0', help: 'users read into the cache at start, before /readyz answers 200' }),
   CACHE_LEASE_MS: integer(50, 10_000, { default: '500', help: 'how long a node trusts its cache after the channel proved alive' }),
   EVENT_RETENTION_DAYS: integer(1, 36_500, { default: '90', help: 'audit events older than this many days are deleted' }),

@@ -26,3 +26,26 @@ t.test('/metrics: the service series on prom-client, and the process metrics', a
   t.match(text, /^# TYPE nodejs_gc_duration_seconds histogram$/m, 'GC durations')
   t.equal(text.match(/^# TYPE process_cpu_user_seconds_total /gm)?.length, 1, 'process metrics once')
 })
+
+// Issue 19: with 255-character external ids a cached user costs 3× a short-id one; the caches are bounded in bytes.
+t.test('a node filled with users of 255-character CJK external ids stays within CACHE_MAX_BYTES and says so on /metrics', async (t) => {
+  const budget = 65_536
+  const node = await startApp(t, { CACHE_MAX_BYTES: String(budget) })
+  const tenant = await createTenant(node)
+  const users = 200 // about 88 of them fit: 744 B each (src/cache/sizes.ts)
+  for (let i = 0; i < users; i++) {
+    const externalId = '漢'.repeat(250) + String(i).padStart(5, '0')
+    const issued = await issueToken(node, tenant, externalId)
+    t.equal((await verify(node, issued.token)).statusCode, 200)
+  }
+  const text = (await node.inject({ method: 'GET', url: '/metrics' })).body
+  t.match(text, /^# TYPE chat_auth_cache_bytes gauge$/m)
+  const series = (name: string, cache: string) => Number(new RegExp(`^${name}\\{cache="${cache}"\\} (\\d+)$`, 'm').exec(text)?.[1])
+  for (const cache of ['users', 'userIds']) {
+    const bytes = series('chat_auth_cache_bytes', cache)
+    t.ok(bytes > budget / 2 && bytes <= budget, `${cache}: ${bytes} bytes held, budget ${budget}`)
+  }
+  const entries = series('chat_auth_cache_entries', 'users')
+  t.ok(entries > 0 && entries < users, `the oldest users were evicted: ${entries} of ${users} held`)
+  t.ok(series('chat_auth_cache_bytes', 'agents') > 0, 'every cache reports its bytes')
+})

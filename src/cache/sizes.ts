@@ -1,0 +1,31 @@
+import type { AgentState, ApiKeyState, CompanyState, UserState } from '../domain.js'
+
+/**
+ * Estimates of the heap a cache entry holds, for the caches' byte budgets (CACHE_MAX_BYTES).
+ * They run on every fill, so they only add string lengths to a fixed overhead per entry;
+ * the constants are calibrated against the heap measured by bench/memory.ts (bench/RESULTS.md).
+ *
+ * V8 stores a string with one byte per character when every character is Latin-1 and two
+ * otherwise (UTF-16), after a header of 16 bytes; objects are rounded to 8 bytes.
+ */
+const STRING_HEADER = 16
+const NON_LATIN1 = /[^\u0000-\u00ff]/
+
+export function stringBytes(value: string): number {
+  return STRING_HEADER + ((value.length * (NON_LATIN1.test(value) ? 2 : 1) + 7) & ~7)
+}
+
+/** The state object and the LRU's map entry and slots; company and agent ids are interned (shared). */
+export const USER_ENTRY_OVERHEAD = 160
+/** A cached user: its id is the key's own string, its external id is its own. */
+export const userBytes = (key: string, user: UserState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(user.externalId)
+
+/** The map entry and slots, and the (company, external id) key's concatenation. */
+export const USER_ID_ENTRY_OVERHEAD = 80
+/** (company + NUL + external id) → user id. */
+export const userIdBytes = (key: string, userId: string): number => USER_ID_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(userId)
+
+/** Agents, companies and API keys are few next to users: the same overhead, every string counted. */
+export const agentBytes = (key: string, agent: AgentState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(agent.name)
+export const companyBytes = (key: string, _company: CompanyState): number => USER_ENTRY_OVERHEAD + stringBytes(key)
+export const apiKeyBytes = (key: string, apiKey: ApiKeyState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + apiKey.secretHash.length + 96
