@@ -5,15 +5,25 @@
  * revoked map (src/cache/revoked-tokens.ts) filled with M revocations as the bus delivers
  * them.
  *
- *   node --expose-gc dist/bench/memory.js [--users 1000000] [--revoked 1000000] [--json]
+ * With `--external-id ascii255|cjk255` every user's external id is 255 characters (the
+ * longest the API takes), and `--user-ids` also fills the (company, external id) → user id
+ * index as token issuance does. The cache's own estimate (src/cache/sizes.ts) is printed
+ * next to the heap it is calibrated against.
+ *
+ *   node --expose-gc dist/bench/memory.js [--users 1000000] [--revoked 1000000] [--external-id short|ascii255|cjk255] [--user-ids] [--json]
  */
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { createStates } from '../src/cache/states.js'
+import { userIdBytes } from '../src/cache/sizes.js'
 import { createRevokedTokens } from '../src/cache/revoked-tokens.js'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
 import type { Store, UserRecord } from '../src/store/store.js'
 import { createKeyring } from '../src/jwt/keyring.js'
+import { VARIABLES } from '../src/config/variables.js'
+
+/** CACHE_MAX_BYTES's default: what a node holds unless told otherwise */
+const DEFAULT_MAX_BYTES = Number(VARIABLES.CACHE_MAX_BYTES.default)
 
 export interface MemoryResult {
   users: number
@@ -27,6 +37,13 @@ export interface MemoryResult {
   heapUsedMb: number
   rssMb: number
   fillSeconds: number
+  externalIds: ExternalIds
+  /** the users cache's own estimate of what it holds, per user (src/cache/sizes.ts) */
+  estimatedBytesPerUser: number
+  /** with --user-ids: heap and estimate per entry of the (company, external id) index */
+  userIds?: { entries: number; heapBytesPerEntry: number; estimatedBytesPerEntry: number }
+  /** CACHE_MAX_BYTES of the run (--max-bytes) */
+  maxBytes: number
   /** the JWT verifier's own cache (src/jwt/keyring.ts, fast-jwt), full: a fixed cost per node */
   verifierCache?: { tokens: number; mb: number; bytesPerToken: number }
   /** the revoked-jti map (src/cache/revoked-tokens.ts) */
@@ -40,6 +57,24 @@ export interface RevokedMemory {
   fillSeconds: number
 }
 
+export type ExternalIds = 'short' | 'ascii255' | 'cjk255'
+
+/** The i-th user's external id: `user-<12 hex>` (17 characters), or 255 ASCII or CJK characters. */
+function externalIdOf(kind: ExternalIds, i: number): string {
+  const tail = i.toString(16).padStart(12, '0')
+  if (kind === 'short') return 'user-' + tail
+  if (kind === 'ascii255') return 'u'.repeat(243) + tail
+  // 243 CJK ideographs, then the number: every character two bytes in V8
+  let cjk = ''
+  for (let c = 0; c < 243; c++) cjk += String.fromCharCode(0x4e00 + ((c * 7 + i) % 20000))
+  return cjk + tail
+}
+
+/** Every entry of one run has the same estimate: the index's entry count is its bytes over that. */
+function userIdBytesOf(kind: ExternalIds, companyId: string, prefix: string): number {
+  return userIdBytes(companyId + '\u0000' + externalIdOf(kind, 0), prefix + '000000000000')
+}
+
 const gc = (globalThis as { gc?: () => void }).gc
 
 function collect(): void {
@@ -49,14 +84,14 @@ function collect(): void {
 
 /** A fresh flat string, as pg's row parser or JSON.parse of a token produce one. */
 function fresh(s: string): string {
-  return Buffer.from(s, 'latin1').toString('latin1')
+  return /^[\u0000-\u00ff]*$/.test(s) ? Buffer.from(s, 'latin1').toString('latin1') : Buffer.from(s, 'utf16le').toString('utf16le')
 }
 
 /**
  * `sharedId` simulates the change proposed in RESULTS.md (states.ts keeps the lookup key as
  * the cached user's id instead of the row's own copy of the same 36 characters).
  */
-export async function measureStatesMemory(users: number, cacheSize = users, sharedId = false): Promise<MemoryResult> {
+export async function measureStatesMemory(users: number, cacheSize = users, sharedId = false, externalIds: ExternalIds = 'short', userIds = false, maxBytes = DEFAULT_MAX_BYTES): Promise<MemoryResult> {
   const h = randomBytes(12).toString('hex')
   const prefix = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-`
   const companyId = '6f1b3c2a-8d4e-4f5a-9b6c-7d8e9f0a1b2c'
@@ -66,7 +101,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
   const row = (id: string): UserRecord => ({
       id: sharedId ? id : fresh(id),
       companyId: fresh(companyId),
-      externalId: fresh('user-' + id.slice(24)),
+      externalId: fresh(externalIdOf(externalIds, parseInt(id.slice(24), 16))),
       agentId: fresh(agentId),
       tokenVersion: 0,
       active: true,
@@ -78,7 +113,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
 
   collect()
   const before = process.memoryUsage().heapUsed
-  const states = createStates(store, createMemoryBus(), cacheSize)
+  const states = createStates(store, createMemoryBus(), cacheSize, { maxBytes })
   collect()
   const empty = process.memoryUsage().heapUsed
   const started = process.hrtime.bigint()
@@ -90,8 +125,22 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
   collect()
   const full = process.memoryUsage()
   const cached = states.caches.users.size
+  const estimatedBytesPerUser = states.bytes().users / cached
+  let userIdsResult: MemoryResult['userIds']
+  if (userIds) {
+    // as token issuance remembers them: the request's external id, the user id read from the store
+    for (let i = 0; i < users; i++) states.rememberUserId(fresh(companyId), fresh(externalIdOf(externalIds, i)), fresh(prefix + i.toString(16).padStart(12, '0')))
+    collect()
+    const held = states.bytes().userIds
+    const entries = Math.round(held / (userIdBytesOf(externalIds, companyId, prefix) || 1))
+    userIdsResult = { entries, heapBytesPerEntry: (process.memoryUsage().heapUsed - full.heapUsed) / entries, estimatedBytesPerEntry: held / entries }
+  }
   states.close()
   return {
+    externalIds,
+    maxBytes,
+    estimatedBytesPerUser,
+    ...(userIdsResult ? { userIds: userIdsResult } : {}),
     users,
     cacheSize,
     cached,
@@ -152,17 +201,23 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'cache-size': { type: 'string' },
       json: { type: 'boolean', default: false },
       'shared-id': { type: 'boolean', default: false },
+      'external-id': { type: 'string', default: 'short' },
+      'user-ids': { type: 'boolean', default: false },
+      'max-bytes': { type: 'string', default: String(DEFAULT_MAX_BYTES) },
     },
   })
   const users = Number(values.users)
-  const result = await measureStatesMemory(users, values['cache-size'] ? Number(values['cache-size']) : users, values['shared-id'])
+  const externalIds = values['external-id'] as ExternalIds
+  if (!['short', 'ascii255', 'cjk255'].includes(externalIds)) throw new Error('--external-id: short, ascii255 or cjk255')
+  const result = await measureStatesMemory(users, values['cache-size'] ? Number(values['cache-size']) : users, values['shared-id'], externalIds, values['user-ids'], Number(values['max-bytes']))
   result.verifierCache = measureVerifierCache(Math.min(users, 100_000))
   result.revokedTokens = await measureRevokedTokens(Number(values.revoked))
   if (values.json) console.log(JSON.stringify(result))
   else
     console.log(
-      `${result.cached.toLocaleString('en-US')} cached users: ${result.heapBytesPerUser.toFixed(0)} B heap/user ` +
-        `(entries alone ${result.entryBytesPerUser.toFixed(0)} B, empty caches ${result.emptyCachesMb.toFixed(1)} MB), ` +
+      `${result.cached.toLocaleString('en-US')} of ${result.users.toLocaleString('en-US')} users cached (${result.externalIds} external ids, CACHE_MAX_BYTES ${result.maxBytes}): ${result.heapBytesPerUser.toFixed(0)} B heap/user ` +
+        `(entries alone ${result.entryBytesPerUser.toFixed(0)} B, estimated ${result.estimatedBytesPerUser.toFixed(0)} B, empty caches ${result.emptyCachesMb.toFixed(1)} MB), ` +
+        (result.userIds ? `external-id index ${result.userIds.entries.toLocaleString('en-US')} entries, ${result.userIds.heapBytesPerEntry.toFixed(0)} B heap/entry (estimated ${result.userIds.estimatedBytesPerEntry.toFixed(0)} B), ` : '') +
         `heap ${result.heapUsedMb.toFixed(0)} MB, RSS ${result.rssMb.toFixed(0)} MB, filled in ${result.fillSeconds.toFixed(1)} s; ` +
         `JWT verifier cache with ${result.verifierCache!.tokens.toLocaleString('en-US')} tokens: ${result.verifierCache!.mb.toFixed(0)} MB (${result.verifierCache!.bytesPerToken.toFixed(0)} B/token); ` +
         `${result.revokedTokens.revoked.toLocaleString('en-US')} revoked jtis: ${result.revokedTokens.mb.toFixed(0)} MB (${result.revokedTokens.bytesPerJti.toFixed(0)} B/jti, added in ${result.revokedTokens.fillSeconds.toFixed(2)} s)`,
