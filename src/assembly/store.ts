@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Metrics } from '../metrics.js'
+import { throttledLog } from '../throttled-log.js'
 import { claimDatabase, type DatabaseClaim } from '../store/database-claim.js'
 import { createPgliteDb, createPostgresDb, type Db } from '../store/db.js'
 import { migrate } from '../store/migrate.js'
@@ -35,11 +36,9 @@ export async function openStore(onClose: OnClose, config: Config, options: { log
 /** An idle PostgreSQL connection lost: counted, and logged at most once per 5 s. */
 function poolErrorReporter(metrics: Metrics, logger: Logger): (error: Error) => void {
   const count = metrics.counter('chat_auth_store_pool_errors_total', 'Idle PostgreSQL connections lost (the next query opens a new one)')
-  let lastLogged = Number.NEGATIVE_INFINITY
+  const warn = throttledLog(logger, Date.now)
   return (error) => {
     count()
-    if (Date.now() - lastLogged < 5000) return
-    lastLogged = Date.now()
-    logger.warn({ err: error.message }, 'an idle PostgreSQL connection was lost')
+    warn('an idle PostgreSQL connection was lost', { err: error.message })
   }
 }
