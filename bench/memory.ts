@@ -1,9 +1,9 @@
 /**
  * Heap per cached user: fills the node's user cache (src/cache/states.ts) with N users as
  * a verification would (key = the token's `sub`, value = the row as the store returns it,
- * compacted by states.ts), forcing GC around it. Then heap per revoked jti: the node's
- * revoked map (src/cache/revoked-tokens.ts) filled with M revocations as the bus delivers
- * them.
+ * compacted by states.ts), forcing GC around it. Then the memory held for M revocations
+ * as the bus delivers them (src/cache/revoked-tokens.ts): a fixed-size filter, so the same
+ * for any M.
  *
  * With `--external-id ascii255|cjk255` every user's external id is 255 characters (the
  * longest the API takes), and `--user-ids` also fills the (company, external id) → user id
@@ -46,7 +46,7 @@ export interface MemoryResult {
   maxBytes: number
   /** the JWT verifier's own cache (src/jwt/keyring.ts, fast-jwt), full: a fixed cost per node */
   verifierCache?: { tokens: number; mb: number; bytesPerToken: number }
-  /** the revoked-jti map (src/cache/revoked-tokens.ts) */
+  /** the revoked-jti filter (src/cache/revoked-tokens.ts) */
   revokedTokens?: RevokedMemory
 }
 
@@ -109,7 +109,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
       createdAt: now,
       updatedAt: now,
     })
-  const store = { getUsers: async (ids: string[]) => ids.map(row), liveRevokedTokens: async () => [] } as unknown as Store
+  const store = { getUsers: async (ids: string[]) => ids.map(row), liveRevokedJtis: async () => [] } as unknown as Store
 
   collect()
   const before = process.memoryUsage().heapUsed
@@ -172,23 +172,25 @@ export function measureVerifierCache(tokens: number): { tokens: number; mb: numb
 }
 
 /**
- * Heap held by the revoked map once `revoked` jtis are in it, each a fresh UUID string (as
- * JSON.parse of a bus message makes it) with an exp a day ahead.
+ * Memory (heap and array buffers) held for revoked tokens once `revoked` jtis were added,
+ * each a fresh UUID string (as JSON.parse of a bus message makes it) with an exp a day
+ * ahead: the filter's fixed size plus the bounded set of confirmed jtis, whatever `revoked` is.
  */
-export async function measureRevokedTokens(revoked: number): Promise<RevokedMemory> {
+export async function measureRevokedTokens(revoked: number, filterBytes = 16 * 2 ** 20): Promise<RevokedMemory> {
   const h = randomBytes(12).toString('hex')
   const prefix = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-`
   const exp = Math.floor(Date.now() / 1000) + 86400
   collect()
-  const before = process.memoryUsage().heapUsed
-  const set = createRevokedTokens({ load: async () => [], read: async () => false, trusted: () => true, graceSeconds: 0 })
+  const held = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers
+  const before = held()
+  const set = createRevokedTokens({ loadPage: async () => [], read: async () => false, trusted: () => true, filterBytes, rebuildAfterAdds: Number.POSITIVE_INFINITY })
   await new Promise((resolve) => setImmediate(resolve)) // the (empty) load lands
   const started = process.hrtime.bigint()
   for (let i = 0; i < revoked; i++) set.add({ jti: fresh(prefix + i.toString(16).padStart(12, '0')), exp: exp + (i % 3600) })
   const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9
   collect()
-  const delta = process.memoryUsage().heapUsed - before
-  if (set.size !== revoked || set.isRevoked(prefix + '000000000000') !== true) throw new Error('the revoked map does not hold what was added')
+  const delta = held() - before
+  if (set.stats().entries !== revoked || set.isRevoked(prefix + '000000000000') !== true) throw new Error('the revoked filter does not hold what was added')
   set.close()
   return { revoked, mb: delta / 2 ** 20, bytesPerJti: delta / revoked, fillSeconds }
 }
@@ -220,6 +222,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
         (result.userIds ? `external-id index ${result.userIds.entries.toLocaleString('en-US')} entries, ${result.userIds.heapBytesPerEntry.toFixed(0)} B heap/entry (estimated ${result.userIds.estimatedBytesPerEntry.toFixed(0)} B), ` : '') +
         `heap ${result.heapUsedMb.toFixed(0)} MB, RSS ${result.rssMb.toFixed(0)} MB, filled in ${result.fillSeconds.toFixed(1)} s; ` +
         `JWT verifier cache with ${result.verifierCache!.tokens.toLocaleString('en-US')} tokens: ${result.verifierCache!.mb.toFixed(0)} MB (${result.verifierCache!.bytesPerToken.toFixed(0)} B/token); ` +
-        `${result.revokedTokens.revoked.toLocaleString('en-US')} revoked jtis: ${result.revokedTokens.mb.toFixed(0)} MB (${result.revokedTokens.bytesPerJti.toFixed(0)} B/jti, added in ${result.revokedTokens.fillSeconds.toFixed(2)} s)`,
+        `${result.revokedTokens.revoked.toLocaleString('en-US')} revoked jtis: ${result.revokedTokens.mb.toFixed(1)} MB (the filter and the confirmed jtis, whatever the count; added in ${result.revokedTokens.fillSeconds.toFixed(2)} s)`,
     )
 }

@@ -386,7 +386,7 @@ async function main(): Promise<void> {
     // Tokens signed after the revoke carry the company's new tokens generation: valid again.
     ds = sqlDataset(prepared, layout, jwtSecret, { cgen: 1 })
     const metrics = await (await fetch(`${main.url}/metrics`)).text()
-    const held = /^chat_auth_revoked_tokens (\d+)/m.exec(metrics)?.[1]
+    const held = /^chat_auth_revocation_filter_entries (\d+)/m.exec(metrics)?.[1]
     log(`  done in ${((Date.now() - started) / 1000).toFixed(1)} s; the node holds ${held ?? '?'} revoked jtis`)
     notes.push(`"+ revocations": after ${opts.revocations.toLocaleString('en-US')} revoke-token calls and a company revoke-tokens (the node held ${held ?? '?'} revoked jtis); hot tokens signed after it`)
     for (let round = 1; round <= opts.rounds; round++) {

@@ -7,6 +7,7 @@ import type { RedisBusOptions } from '../bus/redis-bus.js'
 import { claimedBus } from '../bus/claimed-bus.js'
 import type { DatabaseClaim } from '../store/database-claim.js'
 import type { Store } from '../store/store.js'
+import type { StatesOptions } from '../cache/states.js'
 import type { OnClose } from './lifecycle.js'
 
 /** More missed changes than this and a flush is cheaper than evicting them one by one. */
@@ -25,6 +26,8 @@ export interface NodeParts {
   sentinelWatch?: RedisBusOptions['sentinelWatch']
   /** how often a subscribed node reads the change log again */
   catchUpEveryMs?: number
+  /** the revoked-token filter's tuning, or filters wrapped (cache/revoked-tokens.ts) */
+  revokedTokens?: StatesOptions['revokedTokens']
 }
 
 export interface BusOptions {

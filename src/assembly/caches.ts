@@ -5,6 +5,8 @@ import type { Metrics } from '../metrics.js'
 import type { InvalidationBus } from '../bus/bus.js'
 import { createStates, type States } from '../cache/states.js'
 import type { Store } from '../store/store.js'
+import { throttledLog } from '../throttled-log.js'
+import type { NodeParts } from './bus.js'
 import type { OnClose } from './lifecycle.js'
 
 /** users read per round of the warm-up: one batched query each (cache/miss-batcher.ts) */
@@ -17,9 +19,19 @@ export interface Caches {
 }
 
 /** The node's caches, kept by the bus, warmed up off the start-up path, and their series on /metrics. */
-export function openCaches(onClose: OnClose, config: Config, options: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger }): Caches {
+export function openCaches(onClose: OnClose, config: Config, options: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger; parts?: NodeParts | undefined }): Caches {
   const { store, bus, metrics, logger } = options
-  const states = createStates(store, bus, config.cacheSize, { clockToleranceSeconds: config.jwt.clockToleranceSeconds, maxBytes: config.cacheMaxBytes })
+  const loadFailed = throttledLog(logger, Date.now)
+  const states = createStates(store, bus, config.cacheSize, {
+    clockToleranceSeconds: config.jwt.clockToleranceSeconds,
+    maxBytes: config.cacheMaxBytes,
+    revocationFilterBytes: config.revocationFilterBytes,
+    revokedTokens: {
+      onLoad: (load) => logger.info(load, load.rebuild ? 'revoked tokens reloaded into a fresh filter' : 'revoked tokens loaded'),
+      onLoadError: (error) => loadFailed('revoked tokens could not be loaded; tried again shortly, the store answers meanwhile', { err: error instanceof Error ? error.message : String(error) }),
+      ...options.parts?.revokedTokens,
+    },
+  })
   onClose(() => states.close())
   registerCacheMetrics(metrics, states, bus)
   return { states, warmedUp: warmUp(config.warmUpUsers, store, states, logger).done }
@@ -59,6 +71,14 @@ function registerCacheMetrics(metrics: Metrics, states: States, bus: Invalidatio
   metrics.collect('chat_auth_cache_bytes', 'Estimated bytes held by cache, bounded by CACHE_MAX_BYTES (userIds: the external-id index)', 'gauge', () =>
     Object.entries(states.bytes()).map(([cache, value]) => ({ labels: { cache }, value })), ['cache'])
   metrics.collect('chat_auth_cache_fills_discarded_total', 'Store reads not cached because a change or epoch raced them', 'counter', byCache((c) => c.discardedFills), ['cache'])
-  metrics.collect('chat_auth_revoked_tokens', 'Tokens revoked one by one that this node holds (until each expires)', 'gauge', () => states.revokedTokens.size)
+  const revoked = () => states.revokedTokens.stats()
+  metrics.collect('chat_auth_revocation_filter_entries', 'Revoked jtis in the filter that answers (REVOCATION_FILTER_BYTES)', 'gauge', () => revoked().entries)
+  metrics.collect('chat_auth_revocation_filter_bytes', 'Bytes of the revoked-jti filters held (two while a fresh one loads)', 'gauge', () => revoked().bytes)
+  metrics.collect('chat_auth_revocation_filter_false_positive_ratio', 'Estimated share of unrevoked jtis the filter cannot clear alone', 'gauge', () => revoked().falsePositiveRate)
+  metrics.collect('chat_auth_revocation_store_reads_total', 'Revoked-jti questions the filter could not answer alone (store reads)', 'counter', () => revoked().storeReads)
+  metrics.collect('chat_auth_revocation_loads_total', 'Loads of the live revocations into a fresh filter, by result', 'counter', () => [
+    { labels: { result: 'done' }, value: revoked().loads },
+    { labels: { result: 'failed' }, value: revoked().failedLoads },
+  ], ['result'])
   metrics.collect('chat_auth_cache_trusted', '1 while the invalidation channel vouches for the caches', 'gauge', () => (bus.health().trusted ? 1 : 0))
 }

@@ -4,7 +4,7 @@ import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type Change,
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
-import { createRevokedTokens, type RevokedTokens } from './revoked-tokens.js'
+import { createRevokedTokens, type RevokedTokens, type RevokedTokensOptions } from './revoked-tokens.js'
 import { agentBytes, apiKeyBytes, companyBytes, userBytes, userIdBytes } from './sizes.js'
 
 /**
@@ -28,7 +28,7 @@ export interface States {
   /** Estimated bytes each cache holds, the (company, external id) index among them (sizes.ts). */
   bytes(): Record<'users' | 'agents' | 'apiKeys' | 'companies' | 'userIds', number>
   readonly revokedTokens: RevokedTokens
-  /** Stops the revoked map's sweeper. */
+  /** Stops the revoked-token loads. */
   close(): void
 }
 
@@ -40,9 +40,15 @@ export interface StatesOptions {
    * as much, agents and companies a tenth each, API keys a hundredth. None: bounded by count only.
    */
   maxBytes?: number
+  /** REVOCATION_FILTER_BYTES (revocation-filter.ts) */
+  revocationFilterBytes?: number
+  /** the revoked-token filter's tuning and hooks (tests, chaos mutants, logging) */
+  revokedTokens?: Partial<Pick<RevokedTokensOptions, 'pageSize' | 'rebuildAfterAdds' | 'retryAfterMs' | 'createFilter' | 'onLoad' | 'onLoadError'>>
 }
 
-type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'liveRevokedTokens' | 'isTokenRevoked'>
+const DEFAULT_FILTER_BYTES = 16 * 1024 * 1024
+
+type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'liveRevokedJtis' | 'isTokenRevoked'>
 
 const MIN_SHARE_BYTES = 65_536
 
@@ -58,10 +64,11 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, agentBytes))
   const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, companyBytes))
   const revokedTokens = createRevokedTokens({
-    load: () => store.liveRevokedTokens(options.clockToleranceSeconds ?? 0),
+    ...options.revokedTokens,
+    loadPage: (after, limit) => store.liveRevokedJtis(options.clockToleranceSeconds ?? 0, after, limit),
     read: (jti) => store.isTokenRevoked(jti),
     trusted: () => bus.trusted(),
-    graceSeconds: options.clockToleranceSeconds ?? 0,
+    filterBytes: options.revocationFilterBytes ?? DEFAULT_FILTER_BYTES,
   })
   const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)), undefined, budget(1 / 100, apiKeyBytes))
   // External ids are up to 255 characters: this index is bounded in bytes like the users.

@@ -24,6 +24,7 @@ export function parseConfig(env: Env): Config {
     bodyLimitBytes: values.BODY_LIMIT,
     cacheSize: values.CACHE_SIZE,
     cacheMaxBytes: values.CACHE_MAX_BYTES,
+    revocationFilterBytes: values.REVOCATION_FILTER_BYTES,
     leaseMs: values.CACHE_LEASE_MS,
     warmUpUsers: values.WARM_UP_USERS,
     eventRetentionDays: values.EVENT_RETENTION_DAYS,

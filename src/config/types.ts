@@ -19,6 +19,8 @@ export interface Config {
   cacheSize: number
   /** estimated bytes of cached users; the external-id index as much, agents and companies a tenth, API keys a hundredth */
   cacheMaxBytes: number
+  /** bytes of the filter of revoked jtis (twice this while a fresh one loads) */
+  revocationFilterBytes: number
   /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
   eventRetentionDays: number
   /** how long a node trusts its cache after the channel last proved itself alive */

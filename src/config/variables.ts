@@ -41,6 +41,8 @@ export const VARIABLES = {
   CACHE_SIZE: integer(100, 50_000_000, { default: '1000000', help: 'users cached per node (agents: a tenth, API keys: a hundredth)' }),
   // A user's external id is up to 255 characters: bounding by count alone lets a cached user cost 3× a short-id one.
   CACHE_MAX_BYTES: integer(65_536, 1_099_511_627_776, { default: '268435456', help: "estimated bytes of cached users per node (the external-id index as much, agents and companies a tenth, API keys a hundredth)" }),
+  // Bounded whatever a tenant revokes: a Bloom filter in front of the store (cache/revoked-tokens.ts).
+  REVOCATION_FILTER_BYTES: integer(65_536, 536_870_912, { default: '16777216', help: 'bytes of the filter of revoked jtis per node (twice this while it is rebuilt)' }),
   WARM_UP_USERS: integer(0, 50_000_000, { default: '0', help: 'users read into the cache at start, before /readyz answers 200' }),
   CACHE_LEASE_MS: integer(50, 10_000, { default: '500', help: 'how long a node trusts its cache after the channel proved alive' }),
   EVENT_RETENTION_DAYS: integer(1, 36_500, { default: '90', help: 'audit events older than this many days are deleted' }),

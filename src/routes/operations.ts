@@ -16,6 +16,8 @@ const Readiness = Type.Object({
   cacheTrusted: Type.Boolean(),
   /** false while the start-up cache warm-up (WARM_UP_USERS) runs */
   cacheWarm: Type.Boolean(),
+  /** false until the node's first load of the live token revocations is in */
+  revocationsLoaded: Type.Boolean(),
 })
 // Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
 const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
@@ -28,13 +30,15 @@ export interface OperationsRoutesOptions {
   keyring: Pick<Keyring, 'jwks'>
   /** false while the start-up cache warm-up runs */
   warmedUp: () => boolean
+  /** false until the first load of the revoked tokens is in (cache/revoked-tokens.ts) */
+  revocationsLoaded: () => boolean
 }
 
 /** SPEC §3.4: liveness, readiness and Prometheus metrics. */
-export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp }: OperationsRoutesOptions): Promise<void> {
+export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp, revocationsLoaded }: OperationsRoutesOptions): Promise<void> {
   fastify.get('/healthz', { schema: { response: { 200: Health } } }, async () => ({ status: 'ok' as const }))
 
-  const notReady = { ...Readiness, description: 'The database does not answer in time, the node cannot vouch for its cache, or its cache warm-up is still running' }
+  const notReady = { ...Readiness, description: 'The database does not answer in time, the node cannot vouch for its cache, its cache warm-up is still running, or its revoked tokens are still loading' }
   fastify.get('/readyz', { schema: { response: { 200: Readiness, 503: notReady } } }, async (_request, reply) => {
     const bus = channel.health()
     // A database that does not answer in time is down; the unref'd timer never holds the process.
@@ -46,13 +50,16 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
       delay(READINESS_TIMEOUT_MS, false, { ref: false }),
     ])
     const warm = warmedUp()
-    const ready = database && bus.ready && bus.trusted && warm
+    // Until the revocations are in, each jti is a store read: the node is right, not fast.
+    const revocations = revocationsLoaded()
+    const ready = database && bus.ready && bus.trusted && warm && revocations
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       database: database ? 'up' : 'down',
       invalidationChannel: bus.ready ? 'subscribed' : 'down',
       cacheTrusted: bus.trusted,
       cacheWarm: warm,
+      revocationsLoaded: revocations,
     })
   })
 

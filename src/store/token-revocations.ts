@@ -45,9 +45,18 @@ export function tokenRevocationStore(db: Db) {
 
     isTokenRevoked: async (jti: string): Promise<boolean> => (await db.query(`SELECT 1 FROM revoked_token WHERE jti = $1`, [jti])).length > 0,
 
-    /** Revocations whose token may still be presented: not expired, allowing `graceSeconds`. */
-    liveRevokedTokens: (graceSeconds: number): Promise<RevokedToken[]> =>
-      all(db, `SELECT jti, expires_at FROM revoked_token WHERE expires_at > now() - $1::double precision * interval '1 second'`, [graceSeconds], toRevokedToken),
+    /**
+     * Jtis of the revocations whose token may still be presented (not expired, allowing
+     * `graceSeconds`), greater than `after`, in order: one page of a load that walks the
+     * primary key, so that no query holds or returns the whole table.
+     */
+    liveRevokedJtis: (graceSeconds: number, after: string, limit: number): Promise<string[]> =>
+      all(
+        db,
+        `SELECT jti FROM revoked_token WHERE jti > $2 AND expires_at > now() - $1::double precision * interval '1 second' ORDER BY jti LIMIT $3`,
+        [graceSeconds, after, limit],
+        (row: { jti: string }) => row.jti,
+      ),
 
     /** Forgets revocations of tokens expired (past `graceSeconds`); how many were forgotten. */
     pruneRevokedTokens: (graceSeconds: number): Promise<number> =>

@@ -30,6 +30,7 @@ const ONCE = [
   'test/redis-bus-forgery.test.ts',
   'test/redis-bus.test.ts',
   'test/redis-sentinel.test.ts',
+  'test/revocation-load.test.ts',
   'test/setup.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
