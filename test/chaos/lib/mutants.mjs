@@ -3,6 +3,7 @@
 // no configuration variable reaches these: only mutant-node-host.mjs passes them in.
 //
 // Each mutant counts the times it acted (`calls`), so that the test can tell it reached the node.
+import { createRevocationFilter } from '../../../dist/src/cache/revocation-filter.js'
 
 /** A change log whose every read claims nothing changed, moving the cursor to now. */
 const readsNothing = (changeLog) => ({
@@ -57,6 +58,28 @@ export function createMutant(name) {
         },
       }),
     },
+    // A filter of revoked jtis being loaded misses the revocations the bus brings meanwhile
+    // (cache/revoked-tokens.ts gives them to both filters). Made to show: each filter reports
+    // no entries, so every revocation starts a rebuild, and pages of one jti make each
+    // rebuild span many queries.
+    'rebuild-misses-arrivals': {
+      revokedTokens: {
+        pageSize: 1,
+        rebuildAfterAdds: 0,
+        createFilter: (bytes) => {
+          const filter = createRevocationFilter(bytes)
+          let answering = false
+          return {
+            add: (jti) => (answering ? filter.add(jti) : acted()),
+            addAll: (jtis) => filter.addAll(jtis),
+            mightHold: (jti) => ((answering = true), filter.mightHold(jti)),
+            entries: 0,
+            bytes: filter.bytes,
+            falsePositiveRate: () => filter.falsePositiveRate(),
+          }
+        },
+      },
+    },
     // (Sentinel) the primary is not checked with the sentinels.
     'no-primary-check': {
       sentinelWatch: () => (acted(), undefined),
@@ -67,4 +90,4 @@ export function createMutant(name) {
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'no-primary-check']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check']
