@@ -190,7 +190,8 @@ export async function measureRevokedTokens(revoked: number, filterBytes = 16 * 2
   const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9
   collect()
   const delta = held() - before
-  if (set.stats().entries !== revoked || set.isRevoked(prefix + '000000000000') !== true) throw new Error('the revoked filter does not hold what was added')
+  // a jti added is a "maybe": the filter sends it to the store
+  if (set.stats().entries !== revoked || !(set.isRevoked(prefix + '000000000000') instanceof Promise)) throw new Error('the revoked filter does not hold what was added')
   set.close()
   return { revoked, mb: delta / 2 ** 20, bytesPerJti: delta / revoked, fillSeconds }
 }
