@@ -109,7 +109,7 @@ export async function measureStatesMemory(users: number, cacheSize = users, shar
       createdAt: now,
       updatedAt: now,
     })
-  const store = { getUsers: async (ids: string[]) => ids.map(row), liveRevokedJtis: async () => [] } as unknown as Store
+  const store = { getUsers: async (ids: string[]) => ids.map(row), revokedJtis: async () => [] } as unknown as Store
 
   collect()
   const before = process.memoryUsage().heapUsed

@@ -34,7 +34,7 @@ async function setUp(withRevocations: boolean) {
     getAgents: async (asked: string[]) => asked.map((id) => ({ id, companyId, name: 'agent', active: true, tokensGeneration: 0, revision: 0 })),
     getApiKeyStates: async () => [],
     getCompanyStates: async (asked: string[]) => asked.map((id) => ({ id, tokensGeneration: generation, revision: generation })),
-    liveRevokedJtis: async () => [],
+    revokedJtis: async () => [],
     isTokenRevoked: async () => false,
   } as unknown as Store
   const states = createStates(store, createMemoryBus(), users * 2)

@@ -23,7 +23,6 @@ export function openCaches(onClose: OnClose, config: Config, options: { store: S
   const { store, bus, metrics, logger } = options
   const loadFailed = throttledLog(logger, Date.now)
   const states = createStates(store, bus, config.cacheSize, {
-    clockToleranceSeconds: config.jwt.clockToleranceSeconds,
     maxBytes: config.cacheMaxBytes,
     revocationFilterBytes: config.revocationFilterBytes,
     revokedTokens: {

@@ -50,10 +50,7 @@ export interface RevokedTokensStats {
 }
 
 export interface RevokedTokensOptions {
-  /**
-   * Up to `limit` jtis of live revocations (not expired, with the grace verification
-   * allows), each greater than `after`, in ascending order.
-   */
+  /** Up to `limit` jtis of the revocations the store keeps, each greater than `after`, in ascending order. */
   loadPage: (after: string, limit: number) => Promise<string[]>
   /** the store's answer for one jti */
   read: (jti: string) => Promise<boolean>

@@ -33,8 +33,6 @@ export interface States {
 }
 
 export interface StatesOptions {
-  /** verification's clock tolerance: a revoked jti is kept that long past its exp */
-  clockToleranceSeconds?: number
   /**
    * Estimated bytes of cached users (CACHE_MAX_BYTES); the (company, external id) index gets
    * as much, agents and companies a tenth each, API keys a hundredth. None: bounded by count only.
@@ -48,7 +46,7 @@ export interface StatesOptions {
 
 const DEFAULT_FILTER_BYTES = 16 * 1024 * 1024
 
-type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'liveRevokedJtis' | 'isTokenRevoked'>
+type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'revokedJtis' | 'isTokenRevoked'>
 
 const MIN_SHARE_BYTES = 65_536
 
@@ -65,7 +63,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, companyBytes))
   const revokedTokens = createRevokedTokens({
     ...options.revokedTokens,
-    loadPage: (after, limit) => store.liveRevokedJtis(options.clockToleranceSeconds ?? 0, after, limit),
+    loadPage: (after, limit) => store.revokedJtis(after, limit),
     read: (jti) => store.isTokenRevoked(jti),
     trusted: () => bus.trusted(),
     filterBytes: options.revocationFilterBytes ?? DEFAULT_FILTER_BYTES,
