@@ -25,8 +25,12 @@ export interface Changes {
   revokeCompanyTokens(companyId: string, actor?: Actor): Promise<CompanyTokensRevoked | undefined>
   /** SPEC §7.1: the same for one agent. */
   revokeAgentTokens(agentId: string, actor?: Actor): Promise<AgentRecord | undefined>
-  /** SPEC §7.1: the one token with this jti (of user `userId`) is refused until its exp; a repeat is announced again. */
-  revokeToken(companyId: string, jti: string, exp: number, userId: string, actor?: Actor): Promise<TokenRevocation | undefined>
+  /**
+   * SPEC §7.1: the one token with this jti (of user `userId`) is refused until its exp; a
+   * repeat is announced again. 'limit-reached': the company already holds `maxLive` live
+   * revocations and this one would be new; nothing was written nor published.
+   */
+  revokeToken(companyId: string, jti: string, exp: number, userId: string, maxLive: number, actor?: Actor): Promise<TokenRevocation | 'limit-reached' | undefined>
 }
 
 export function createChanges({ store, bus }: { store: Pick<Store, PublishingWrite>; bus: InvalidationBus }): Changes {
@@ -51,7 +55,11 @@ export function createChanges({ store, bus }: { store: Pick<Store, PublishingWri
     revokeApiKey: (keyId, actor = ADMIN) => commit(store.revokeApiKey(keyId, actor), revokedKey),
     revokeCompanyTokens: (companyId, actor = ADMIN) => commit(store.revokeCompanyTokens(companyId, actor), (record) => ({ kind: 'company', state: companyState(record) })),
     revokeAgentTokens: (agentId, actor = ADMIN) => commit(store.revokeAgentTokens(agentId, actor), agent),
-    revokeToken: (companyId, jti, exp, userId, actor = ADMIN) =>
-      commit(store.revokeToken(companyId, jti, exp, userId, actor), (record) => ({ kind: 'token', jti: record.jti, exp: record.exp })),
+    revokeToken: async (companyId, jti, exp, userId, maxLive, actor = ADMIN) => {
+      const revoked = await store.revokeToken(companyId, jti, exp, userId, maxLive, actor)
+      // A refusal changed nothing: there is nothing to publish.
+      if (revoked === 'limit-reached') return revoked
+      return commit(Promise.resolve(revoked), (record) => ({ kind: 'token', jti: record.jti, exp: record.exp }))
+    },
   }
 }

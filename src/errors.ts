@@ -38,6 +38,13 @@ export const errors = {
   customerUserInactive: define(403, 'CUSTOMER_USER_INACTIVE', 'Customer user is inactive'),
   tokenNotFound: define(400, 'TOKEN_NOT_FOUND', 'Token not found or does not belong to your company'),
   tokenKeyUnknown: define(400, 'TOKEN_KEY_UNKNOWN', 'Token is signed with a key this node does not know (a key rotation under way?)'),
+  // 409, not 429: waiting does not help (the place comes back only when a revoked token expires).
+  revocationLimit: (limit: number) =>
+    new ApiError(
+      409,
+      'REVOCATION_LIMIT',
+      `The company has reached its limit of ${limit} live single-token revocations: invalidate the user (POST /rest/v1/auth/invalidate-token) or revoke the company's tokens instead`,
+    ),
   customerUserNotFound: define(400, 'CUSTOMER_USER_NOT_FOUND', 'Customer user not found or does not belong to your company'),
   invalidAdminToken: define(401, 'INVALID_ADMIN_TOKEN', 'Invalid admin token', ADMIN_CHALLENGE),
   notFound: (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`),

@@ -57,7 +57,7 @@ export function openServices(onClose: OnClose, config: Config, parts: { store: S
     readKey: async (keyId) => (await store.getApiKeyStates([keyId]))[0],
     noteUsed: (keyId) => usedKeys.add(keyId),
   })
-  const revoker = createTokenRevoker({ keyring, changes, clockToleranceSeconds })
+  const revoker = createTokenRevoker({ keyring, changes, clockToleranceSeconds, maxLiveRevocations: config.maxLiveTokenRevocations })
   const tokens = createTokenIssuer({ states, store, changes, keyring, jwt: config.jwt, maxLifetimeSeconds: config.tokenMaxTtlSeconds })
   return { verifyToken, authenticateApiKey, tokens, changes, revoker }
 }

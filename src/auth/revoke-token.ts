@@ -10,6 +10,8 @@ export interface TokenRevoker {
    * A token whose `kid` this node does not know may be valid on a node that does (a key
    * rotation under way): 400 `TOKEN_KEY_UNKNOWN` says so, and nothing is written, since a
    * signature this node cannot check proves neither the token nor its company.
+   * 409 `REVOCATION_LIMIT` when the company already holds `maxLiveRevocations` live
+   * revocations and this token is not one of them: nothing is written.
    */
   revoke(key: { companyId: string; keyId: string }, token: string): Promise<{ jti: string; exp: number }>
 }
@@ -19,6 +21,8 @@ export interface TokenRevokerOptions {
   changes: Pick<Changes, 'revokeToken'>
   /** verification accepts a token until exp + this: until then a revocation is needed */
   clockToleranceSeconds: number
+  /** live single-token revocations one company may hold (MAX_LIVE_TOKEN_REVOCATIONS) */
+  maxLiveRevocations: number
   now?: () => number
 }
 
@@ -27,7 +31,7 @@ const MAX_JTI_LENGTH = 128
 /** 9999-12-31T23:59:59Z: our tokens expire long before; past it a date cannot be stored. */
 const MAX_EXP_SECONDS = 253_402_300_799
 
-export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, now = Date.now }: TokenRevokerOptions): TokenRevoker {
+export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, maxLiveRevocations, now = Date.now }: TokenRevokerOptions): TokenRevoker {
   return {
     async revoke({ companyId, keyId }, token) {
       const claims = token.length > 0 ? keyring.verify(token) : undefined
@@ -51,7 +55,8 @@ export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, no
       const expiry = exp as number
       // Already refused at check 2 on every node: nothing left to revoke (SPEC: 200 again).
       if (now() / 1000 >= expiry + clockToleranceSeconds) return { jti, exp: expiry }
-      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, { kind: 'apiKey', keyId })
+      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, maxLiveRevocations, { kind: 'apiKey', keyId })
+      if (revoked === 'limit-reached') throw errors.revocationLimit(maxLiveRevocations)
       // The company exists (the key belongs to it); no row would mean it just vanished.
       if (revoked === undefined) throw errors.tokenNotFound()
       return { jti, exp: expiry }

@@ -28,6 +28,7 @@ export function parseConfig(env: Env): Config {
     leaseMs: values.CACHE_LEASE_MS,
     warmUpUsers: values.WARM_UP_USERS,
     eventRetentionDays: values.EVENT_RETENTION_DAYS,
+    maxLiveTokenRevocations: values.MAX_LIVE_TOKEN_REVOCATIONS,
     seedDemo: values.SEED_DEMO,
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),

@@ -21,6 +21,8 @@ export interface Config {
   cacheMaxBytes: number
   /** bytes of the filter of revoked jtis (twice this while a fresh one loads) */
   revocationFilterBytes: number
+  /** live single-token revocations one company may hold; past it revoke-token answers 409 (MAX_LIVE_TOKEN_REVOCATIONS) */
+  maxLiveTokenRevocations: number
   /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
   eventRetentionDays: number
   /** how long a node trusts its cache after the channel last proved itself alive */

@@ -20,25 +20,22 @@ const toRevokedToken = (row: RevokedTokenRow): RevokedToken => ({ jti: row.jti, 
 export function tokenRevocationStore(db: Db) {
   return {
     /**
-     * Revokes one token until its exp. A repeated revocation updates nothing but is still
-     * recorded (without an event) and announced: the caller answers only once every node
-     * refuses the token, even when a first call for it is still publishing. The change is
-     * the row `jti` at "revision" exp (see `Change` in domain.ts); it is recorded with
-     * record_change() in the same statement (migrations/007_record_change.sql).
+     * Revokes one token until its exp, unless its company already holds `maxLive` live
+     * revocations ('limit-reached': nothing written). A repeated revocation writes no row
+     * but is still recorded (without an event) and announced: the caller answers only once
+     * every node refuses the token, even when a first call for it is still publishing; it
+     * is never refused by the limit. The change is the row `jti` at "revision" exp (see
+     * `Change` in domain.ts). revoke_token() (migrations/008_live_token_revocations.sql)
+     * takes the company's lock, checks, writes and records the change with record_change()
+     * in this one statement; the count it checks is kept by triggers on revoked_token.
      */
-    revokeToken: (companyId: string, jti: string, exp: number, userId: string, actor: Actor = ADMIN): Promise<TokenRevocation | undefined> =>
+    revokeToken: (companyId: string, jti: string, exp: number, userId: string, maxLive: number, actor: Actor = ADMIN): Promise<TokenRevocation | 'limit-reached' | undefined> =>
       one(
         db,
-        `WITH changed AS (
-           INSERT INTO revoked_token (jti, company_id, expires_at) VALUES ($1, $2, to_timestamp($3))
-           ON CONFLICT (jti) DO UPDATE SET jti = EXCLUDED.jti
-           RETURNING jti, company_id, expires_at, (xmax = 0) AS first)
-         SELECT changed.*, record_change('token', jti, extract(epoch FROM expires_at)::bigint, company_id, CASE WHEN first THEN 'token.revoked' END, $5,
-                  jsonb_build_object('kind', 'token', 'jti', jti),
-                  jsonb_build_object('userId', $4::text, 'expiresAt', to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-         FROM changed`,
-        [jti, companyId, exp, userId, actorJson(actor)],
-        (row: RevokedTokenRow & { company_id: string; first: boolean }) => ({ ...toRevokedToken(row), companyId: row.company_id, first: row.first }),
+        `SELECT jti, company_id, expires_at, outcome FROM revoke_token($1, $2, to_timestamp($3), $4, $5, $6)`,
+        [jti, companyId, exp, maxLive, userId, actorJson(actor)],
+        (row: RevokedTokenRow & { company_id: string; outcome: 'first' | 'repeat' | 'limit' }) =>
+          row.outcome === 'limit' ? 'limit-reached' : { ...toRevokedToken(row), companyId: row.company_id, first: row.outcome === 'first' },
       ),
 
     getRevokedToken: (jti: string): Promise<RevokedToken | undefined> => one(db, `SELECT jti, expires_at FROM revoked_token WHERE jti = $1`, [jti], toRevokedToken),
