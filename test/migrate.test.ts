@@ -1,4 +1,6 @@
-import { readdirSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js'
@@ -34,6 +36,37 @@ t.test('four nodes migrating one PostgreSQL at once apply each migration exactly
   t.same(rows.map((r) => r.name), files)
   t.same(await migrate(dbs[1]!), { applied: [] }, 'a later run has nothing to do')
   await previousVersionView(t, dbs[0]!)
+})
+
+t.test('008 counts the revocations each company already holds, and the count follows every insert and delete', async (t) => {
+  const db = createPostgresDb(await freshPostgresDatabase(t))
+  t.teardown(() => db.close())
+  // The store as nodes of the previous version left it: migrated up to 007, with revocations.
+  const before008 = mkdtempSync(join(tmpdir(), 'migrations-'))
+  t.teardown(() => rmSync(before008, { recursive: true, force: true }))
+  for (const file of files.filter((name) => Number.parseInt(name, 10) < 8)) copyFileSync(join(MIGRATIONS_DIR, file), join(before008, file))
+  await migrate(db, before008)
+  const [a, b, c] = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-00000000000c']
+  await db.query(`INSERT INTO company (id, name) VALUES ($1, 'a'), ($2, 'b'), ($3, 'c')`, [a, b, c])
+  // What a node of the previous version writes (its revoke-token's insert), and later prunes.
+  const revokeAsBefore = (jti: string, company: string, expired = false) =>
+    db.query(`INSERT INTO revoked_token (jti, company_id, expires_at) VALUES ($1, $2, now() + ($3 || ' hours')::interval)`, [jti, company, expired ? '-1' : '1'])
+  for (const jti of ['a1', 'a2', 'a3']) await revokeAsBefore(jti, a, jti === 'a3')
+  await revokeAsBefore('b1', b)
+  t.same(await migrate(db), { applied: files.filter((name) => Number.parseInt(name, 10) >= 8) })
+
+  const counts = async () =>
+    Object.fromEntries((await db.query<{ id: string; n: number }>('SELECT id, live_token_revocations AS n FROM company ORDER BY id')).map((row) => [row.id.slice(-1), row.n]))
+  t.same(await counts(), { a: 3, b: 1, c: 0 }, 'initialised from the rows')
+  await revokeAsBefore('c1', c)
+  await revokeAsBefore('a1', a).catch(() => undefined)
+  t.same(await counts(), { a: 3, b: 1, c: 1 }, "an insert without the company's lock is counted; a failed one is not")
+  await db.query(`DELETE FROM revoked_token WHERE expires_at <= now()`)
+  t.same(await counts(), { a: 2, b: 1, c: 1 }, "a previous version's prune lowers the count")
+  await db.query(`DELETE FROM revoked_token WHERE jti IN ('a1', 'b1', 'c1')`)
+  t.same(await counts(), { a: 1, b: 0, c: 0 }, 'one statement deleting rows of several companies')
+  await db.query('TRUNCATE revoked_token')
+  t.same(await counts(), { a: 0, b: 0, c: 0 }, 'TRUNCATE empties every count')
 })
 
 // One migrated PGlite store for the two PGlite tests (loading one costs a second of CPU):
