@@ -71,7 +71,11 @@ export class ChatAuthClient {
     return await this.transport.send({ method: 'POST', path: '/rest/v1/auth/invalidate-token', body: { ...this.credentials(), customerUserId }, idempotent: false, signal: options.signal })
   }
 
-  /** POST /rest/v1/auth/revoke-token: this one token stops working (log out one device). Retried. */
+  /**
+   * POST /rest/v1/auth/revoke-token: this one token stops working (log out one device).
+   * Retried. 409 `REVOCATION_LIMIT` (not retried): the company holds its limit of live
+   * revocations (MAX_LIVE_TOKEN_REVOCATIONS); `invalidate` the user instead.
+   */
   async revokeToken(token: string, options: CallOptions = {}): Promise<TokenRevoked> {
     return await this.transport.send({ method: 'POST', path: '/rest/v1/auth/revoke-token', body: { ...this.credentials(), token }, idempotent: true, signal: options.signal })
   }

@@ -24,7 +24,8 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   },
   'POST /rest/v1/auth/revoke-token': {
     summary: 'Revoke one token (log out one device)',
-    description: "Revokes the token's `jti` until its own expiry; the user's other tokens stay valid. Idempotent.",
+    description:
+      "Revokes the token's `jti` until its own expiry; the user's other tokens stay valid. Idempotent. A company holds at most MAX_LIVE_TOKEN_REVOCATIONS live revocations: past it a new one is 409 `REVOCATION_LIMIT` (a repeat still answers 200).",
   },
   [`GET ${VERIFY_PATH}`]: {
     summary: 'Verify a bearer token',

@@ -13,6 +13,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   401: 'Credentials missing or wrong (API key, admin token or bearer token; see `code`)',
   403: 'The customer user is inactive',
   404: 'No such company, agent, API key, customer user or route',
+  409: 'Refused by the current state: the company holds its limit of live single-token revocations (`REVOCATION_LIMIT`); invalidate the user or revoke the company\'s tokens instead',
   413: 'The body is over the body limit',
   415: 'The body is not application/json',
   429: 'Too many failed credential attempts from this address or on this key; see Retry-After',

@@ -26,7 +26,7 @@ export interface RevokeTokenRouteOptions {
 export const revokeTokenRoute: FastifyPluginAsyncTypebox<RevokeTokenRouteOptions> = async (fastify, { credentials, revoker }) => {
   fastify.post(
     '/rest/v1/auth/revoke-token',
-    { schema: { body: RevokeTokenRequest, response: { 200: RevokeTokenResponse, ...errorResponses(400, 401, 429, 503) } } },
+    { schema: { body: RevokeTokenRequest, response: { 200: RevokeTokenResponse, ...errorResponses(400, 401, 409, 429, 503) } } },
     async (request) => {
       const { keyId, keySecret, token } = request.body
       const key = await credentials.apiKey(request, keyId, keySecret)

@@ -130,7 +130,7 @@ const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: 
   { method: 'DELETE', url: '/admin/v1/api-keys/:keyId', ok: 200, errors: [401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/customer-users/:customerUserId', ok: 200, errors: [401, 404], admin: true },
   { method: 'PATCH', url: '/admin/v1/customer-users/:customerUserId', body: ['active'], ok: 200, errors: [400, 401, 404], admin: true },
-  { method: 'POST', url: '/rest/v1/auth/revoke-token', body: ['keyId', 'keySecret', 'token'], ok: 200, errors: [400, 401, 429] },
+  { method: 'POST', url: '/rest/v1/auth/revoke-token', body: ['keyId', 'keySecret', 'token'], ok: 200, errors: [400, 401, 409, 429] },
   { method: 'POST', url: '/admin/v1/companies/:companyId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
   { method: 'POST', url: '/admin/v1/agents/:agentId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/companies/:companyId/events', ok: 200, errors: [400, 401, 404], admin: true },
