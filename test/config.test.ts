@@ -53,6 +53,9 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ MAX_CONNECTIONS: 'lots' }, 'MAX_CONNECTIONS'],
     [{ MAX_REQUESTS_PER_SOCKET: '-1' }, 'MAX_REQUESTS_PER_SOCKET'],
     [{ AUTH_FAILURE_LIMIT: 'none' }, 'AUTH_FAILURE_LIMIT'],
+    // Issue 19: a company's live single-token revocations; there is no "no limit".
+    [{ MAX_LIVE_TOKEN_REVOCATIONS: '0' }, 'MAX_LIVE_TOKEN_REVOCATIONS'],
+    [{ MAX_LIVE_TOKEN_REVOCATIONS: '100000001' }, 'MAX_LIVE_TOKEN_REVOCATIONS'],
     [{ TRUST_PROXY: 'proxy.example.com' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '127.0.0.1, true' }, 'TRUST_PROXY'],
@@ -162,6 +165,8 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.equal(loadConfig({ MAX_HEADER_SIZE: '1048576' }).limits.maxHeaderSize, 1024 * 1024)
   for (const refused of ['16383', '1048577', '64k']) t.throws(() => loadConfig({ MAX_HEADER_SIZE: refused }), /MAX_HEADER_SIZE/, `MAX_HEADER_SIZE=${refused} is refused`)
   t.equal(loadConfig({ TOKEN_MAX_TTL: '36500d' }).tokenMaxTtlSeconds, 36500 * 86400)
+  t.equal(loadConfig({}).maxLiveTokenRevocations, 100_000)
+  t.equal(loadConfig({ MAX_LIVE_TOKEN_REVOCATIONS: '1' }).maxLiveTokenRevocations, 1)
 })
 
 t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {
