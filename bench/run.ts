@@ -205,7 +205,12 @@ async function main(): Promise<void> {
       await db.close()
       log(`  ${layout.users.toLocaleString('en-US')} users in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     }
-    main = await startNode('node', { CACHE_SIZE: String(opts.cacheSize), REDIS_URL: args.redis ? args['redis-url'] : undefined })
+    main = await startNode('node', {
+      CACHE_SIZE: String(opts.cacheSize),
+      REDIS_URL: args.redis ? args['redis-url'] : undefined,
+      // --revocations revokes in the dataset's one company: room for all of them.
+      MAX_LIVE_TOKEN_REVOCATIONS: opts.revocations > 100_000 ? String(opts.revocations) : undefined,
+    })
     urls = [main.url]
     if (prepared) {
       const started = Date.now()
