@@ -1,4 +1,4 @@
-import { accessSync, constants } from 'node:fs'
+import { accessSync, constants, existsSync, readdirSync } from 'node:fs'
 import { delimiter, isAbsolute, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { recordNotRun } from './not-run.js'
@@ -16,6 +16,8 @@ export const TOOLS = {
   caddy: { debianPackage: 'caddy', candidates: ['caddy'] },
   /** the /docs page test renders the page in it */
   chromium: { debianPackage: 'chromium', candidates: ['/usr/bin/chromium', '/usr/bin/chromium-browser'] },
+  /** the clock tests and the chaos run start nodes whose wall clock is off (its libfaketime: `faketimeLibrary`) */
+  faketime: { debianPackage: 'faketime', candidates: ['/usr/bin/faketime', 'faketime'] },
 } as const
 
 export type ToolName = keyof typeof TOOLS
@@ -68,4 +70,15 @@ export function missing(...names: ToolName[]): string | false {
   const reason = `not installed: ${absent.map((name) => `${name} (Debian package ${TOOLS[name].debianPackage})`).join(', ')}`
   recordNotRun({ file: relative(ROOT, process.argv[1] ?? '?'), tools: absent, reason })
   return reason
+}
+
+/**
+ * The library the faketime package installs (with its `faketime` program), for LD_PRELOAD:
+ * the program forks and does not pass signals on, so a node a test must stop, pause or
+ * kill runs with the library preloaded instead. Its thread-safe build (Node has threads).
+ */
+export function faketimeLibrary(): string | undefined {
+  if (locate('faketime') === undefined) return undefined
+  const dirs = ['/usr/lib', ...readdirSync('/usr/lib').map((dir) => join('/usr/lib', dir))]
+  return dirs.map((dir) => join(dir, 'faketime', 'libfaketimeMT.so.1')).find((path) => existsSync(path))
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { faketimeLibrary } from '../setup/tools.js'
 import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from './constants.js'
 import { waitFor } from './poll.js'
 import { freePort } from './ports.js'
@@ -39,9 +40,27 @@ export interface SpawnOptions {
   keepBytes?: number
 }
 
+export interface NodeSpawnOptions extends SpawnOptions {
+  args?: string[]
+  nodeFlags?: string[]
+  /**
+   * The child's wall clock this far off ours, as faketime writes it (`-30s`, `+0.8s`):
+   * Debian's libfaketime is preloaded into it (the child is still the node itself, so
+   * `stop`, `pause` and `kill9` reach it). Its monotonic clock, and so its timers, are left
+   * alone (FAKETIME_DONT_FAKE_MONOTONIC). A test that uses it takes its `skip` from
+   * `missing('faketime')` (test/setup/tools.ts).
+   */
+  clockOffset?: string
+}
+
 /** A Node script as a child process (see `spawnProcess`). */
-export function spawnNode(script: string, options: SpawnOptions & { args?: string[]; nodeFlags?: string[] }): ChildHandle {
-  return spawnProcess(process.execPath, [...(options.nodeFlags ?? []), script, ...(options.args ?? [])], options)
+export function spawnNode(script: string, options: NodeSpawnOptions): ChildHandle {
+  const args = [...(options.nodeFlags ?? []), script, ...(options.args ?? [])]
+  if (options.clockOffset === undefined) return spawnProcess(process.execPath, args, options)
+  const library = faketimeLibrary()
+  if (library === undefined) throw new Error('libfaketime is not installed (Debian package faketime)')
+  const faked = { LD_PRELOAD: library, FAKETIME: options.clockOffset, FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+  return spawnProcess(process.execPath, args, { ...options, env: { ...options.env, ...faked } })
 }
 
 /** A child process whose output we keep and which we can pause, stop or kill. */
@@ -130,6 +149,8 @@ export interface GatewayOptions {
   /** stop the node when the test ends */
   teardown?: (fn: () => unknown) => void
   timeoutMs?: number
+  /** its wall clock this far off ours (see `NodeSpawnOptions.clockOffset`) */
+  clockOffset?: string
 }
 
 /**
@@ -143,6 +164,7 @@ export async function startGatewayProcess(env: Record<string, string>, options: 
   const proc = spawnNode(CLI, {
     name,
     args: ['serve'],
+    ...(options.clockOffset !== undefined ? { clockOffset: options.clockOffset } : {}),
     // KEEP_ALIVE_TIMEOUT 3 s: fetch (undici) then drops an idle connection after 1 s of its own,
     // so a stop does not wait out the node's 2 s drain for the test's idle connections.
     env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, KEEP_ALIVE_TIMEOUT: '3', ADMIN_TOKEN, JWT_SECRET, ...env },
