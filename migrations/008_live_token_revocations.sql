@@ -64,6 +64,8 @@ CREATE TRIGGER revoked_tokens_truncated AFTER TRUNCATE ON revoked_token
 --   outcome 'first':  revoked now (event token.revoked),
 --           'repeat': already revoked (recorded without an event, and announced again),
 --           'limit':  refused, nothing written (the row's other columns are NULL),
+--           'expired': expired more than grace_seconds ago by this server's clock (the
+--                      prune's rule): nothing written (the other columns are NULL),
 -- and no row when the company does not exist.
 -- Why plpgsql and not one statement: a statement sees the rows committed before it began,
 -- so after waiting for the company's lock it could miss a revocation of the same jti
@@ -71,7 +73,7 @@ CREATE TRIGGER revoked_tokens_truncated AFTER TRUNCATE ON revoked_token
 -- function each statement sees what was committed before it runs: once the lock is held,
 -- the repeat is found. Every first revocation holds that lock until it commits, so none of
 -- the same company commits between the check and the insert.
-CREATE FUNCTION revoke_token(token_jti text, token_company_id uuid, token_expires_at timestamptz, max_live integer, user_id text, actor jsonb)
+CREATE FUNCTION revoke_token(token_jti text, token_company_id uuid, token_expires_at timestamptz, max_live integer, user_id text, actor jsonb, grace_seconds double precision)
 RETURNS TABLE (jti text, company_id uuid, expires_at timestamptz, outcome text) AS $$
 DECLARE
   live integer;
@@ -80,6 +82,12 @@ DECLARE
   stored_expires_at timestamptz;
   first boolean;
 BEGIN
+  -- Expired past the grace by this server's clock (the prune's rule): no node within
+  -- MAX_CLOCK_SKEW accepts the token any more, and the prune would drop the row at once.
+  IF token_expires_at <= now() - grace_seconds * interval '1 second' THEN
+    RETURN QUERY SELECT NULL::text, NULL::uuid, NULL::timestamptz, 'expired'::text;
+    RETURN;
+  END IF;
   -- FOR NO KEY UPDATE: the lock an UPDATE of the row takes; it lets other transactions
   -- insert rows that reference the company (agents, users, events).
   SELECT c.live_token_revocations INTO live FROM company AS c WHERE c.id = token_company_id FOR NO KEY UPDATE;

@@ -38,7 +38,7 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(revokeTokenRoute, { credentials, revoker })
   await fastify.register(verifyRoute, { verifyToken, metrics })
-  await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded })
+  await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state })
   await fastify.register(adminRoutes, { credentials, store, changes, prefix: '/admin/v1' })
 }
 

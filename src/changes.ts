@@ -1,6 +1,7 @@
 import type { InvalidationBus } from './bus/bus.js'
 import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor, type Change } from './domain.js'
 import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, PublishingWrite, Store, TokenRevocation, UserRecord } from './store/store.js'
+import type { RevocationLimits } from './store/token-revocations.js'
 
 /**
  * The only way to change what verification sees: each method commits the row (with its
@@ -28,9 +29,10 @@ export interface Changes {
   /**
    * SPEC §7.1: the one token with this jti (of user `userId`) is refused until its exp; a
    * repeat is announced again. 'limit-reached': the company already holds `maxLive` live
-   * revocations and this one would be new; nothing was written nor published.
+   * revocations and this one would be new; 'expired': by the store's clock the token expired
+   * more than `graceSeconds` ago. Either way nothing was written nor published.
    */
-  revokeToken(companyId: string, jti: string, exp: number, userId: string, maxLive: number, actor?: Actor): Promise<TokenRevocation | 'limit-reached' | undefined>
+  revokeToken(companyId: string, jti: string, exp: number, userId: string, limits: RevocationLimits, actor?: Actor): Promise<TokenRevocation | 'limit-reached' | 'expired' | undefined>
 }
 
 export function createChanges({ store, bus }: { store: Pick<Store, PublishingWrite>; bus: InvalidationBus }): Changes {
@@ -55,10 +57,10 @@ export function createChanges({ store, bus }: { store: Pick<Store, PublishingWri
     revokeApiKey: (keyId, actor = ADMIN) => commit(store.revokeApiKey(keyId, actor), revokedKey),
     revokeCompanyTokens: (companyId, actor = ADMIN) => commit(store.revokeCompanyTokens(companyId, actor), (record) => ({ kind: 'company', state: companyState(record) })),
     revokeAgentTokens: (agentId, actor = ADMIN) => commit(store.revokeAgentTokens(agentId, actor), agent),
-    revokeToken: async (companyId, jti, exp, userId, maxLive, actor = ADMIN) => {
-      const revoked = await store.revokeToken(companyId, jti, exp, userId, maxLive, actor)
+    revokeToken: async (companyId, jti, exp, userId, limits, actor = ADMIN) => {
+      const revoked = await store.revokeToken(companyId, jti, exp, userId, limits, actor)
       // A refusal changed nothing: there is nothing to publish.
-      if (revoked === 'limit-reached') return revoked
+      if (revoked === 'limit-reached' || revoked === 'expired') return revoked
       return commit(Promise.resolve(revoked), (record) => ({ kind: 'token', jti: record.jti, exp: record.exp }))
     },
   }

@@ -15,6 +15,9 @@ import { loadKeys } from './assembly/keys.js'
 import { openBus, type NodeParts } from './assembly/bus.js'
 import { openCaches } from './assembly/caches.js'
 import { openServices, type Services } from './assembly/services.js'
+import { openClock } from './assembly/clock.js'
+import type { ClockWatch } from './clock/offset.js'
+import { revocationGraceSeconds } from './clock/grace.js'
 
 export type { NodeParts }
 
@@ -36,6 +39,8 @@ export interface Gateway extends Services {
   readonly housekeeping: Housekeeping
   /** false while the cache warm-up (WARM_UP_USERS) runs: /readyz answers 503 until it is done */
   warmedUp(): boolean
+  /** this node's clock against PostgreSQL's: /readyz answers 503 while it is past MAX_CLOCK_SKEW */
+  readonly clock: ClockWatch
   /** the admin token, when this boot generated it (so it must be shown once) */
   readonly generatedAdminToken: string | undefined
   adminTokenMatches(presented: string): boolean
@@ -69,11 +74,12 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const onClose: OnClose = (close) => fastify.addHook('onClose', async () => void (await close()))
     const metrics = new Metrics()
     const { db, store, claim } = await openStore(onClose, config, { logger, metrics, db: options.db })
+    const clock = await openClock(onClose, config, { store, logger, metrics })
     const keys = await loadKeys(config, store)
     const bus = await openBus(onClose, config, { logger, metrics, store, jwtKeys: keys.jwtKeys, claim, bus: options.bus, parts: options.parts })
     const { states, warmedUp } = openCaches(onClose, config, { store, bus, metrics, logger, parts: options.parts })
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
-    const housekeeping = createHousekeeping({ store, logger, clockToleranceSeconds: config.jwt.clockToleranceSeconds, eventRetentionDays: config.eventRetentionDays })
+    const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {
       ...services,
@@ -86,6 +92,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       metrics,
       housekeeping,
       warmedUp,
+      clock,
       generatedAdminToken: keys.generatedAdminToken,
       adminTokenMatches: keys.adminTokenMatches,
     } satisfies Gateway)

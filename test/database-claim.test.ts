@@ -141,7 +141,7 @@ if (STORE !== 'postgres') {
     const stale = await verify(node, issued.token)
     t.equal(stale.statusCode, 401, 'without its claim the node reads PostgreSQL: the change made behind its back is seen')
     t.equal(stale.json().message, 'Token has been revoked')
-    t.same((await node.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'unavailable', database: 'up', invalidationChannel: 'subscribed', cacheTrusted: false, cacheWarm: true, revocationsLoaded: true }, '/readyz: not ready without the claim')
+    t.same((await node.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'unavailable', database: 'up', invalidationChannel: 'subscribed', cacheTrusted: false, cacheWarm: true, revocationsLoaded: true, clock: 'ok' }, '/readyz: not ready without the claim')
     const fresh = await issueToken(node, tenant, 'alice')
     const write = await invalidate(node, tenant, issued.user.id)
     t.equal(write.statusCode, 503, 'a write cannot be confirmed on every node: 503')

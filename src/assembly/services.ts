@@ -11,6 +11,7 @@ import { createApiKeyAuthentication, type AuthenticateApiKey } from '../auth/cre
 import { createTokenIssuer, type TokenIssuer } from '../auth/issue-token.js'
 import { createTokenRevoker, type TokenRevoker } from '../auth/revoke-token.js'
 import { createChanges, type Changes } from '../changes.js'
+import { revocationGraceSeconds } from '../clock/grace.js'
 import type { OnClose } from './lifecycle.js'
 
 const LAST_USED_FLUSH_MS = 5000
@@ -57,7 +58,7 @@ export function openServices(onClose: OnClose, config: Config, parts: { store: S
     readKey: async (keyId) => (await store.getApiKeyStates([keyId]))[0],
     noteUsed: (keyId) => usedKeys.add(keyId),
   })
-  const revoker = createTokenRevoker({ keyring, changes, clockToleranceSeconds, maxLiveRevocations: config.maxLiveTokenRevocations })
+  const revoker = createTokenRevoker({ keyring, changes, graceSeconds: revocationGraceSeconds(config), maxLiveRevocations: config.maxLiveTokenRevocations })
   const tokens = createTokenIssuer({ states, store, changes, keyring, jwt: config.jwt, maxLifetimeSeconds: config.tokenMaxTtlSeconds })
   return { verifyToken, authenticateApiKey, tokens, changes, revoker }
 }

@@ -6,10 +6,12 @@ import { claimedKid, type Keyring } from '../jwt/keyring.js'
 export interface TokenRevoker {
   /**
    * Resolves once every node refuses the token. 400 unless it carries our valid signature
-   * and the key's company; an expired token is answered as revoked, with nothing to write.
-   * A token whose `kid` this node does not know may be valid on a node that does (a key
-   * rotation under way): 400 `TOKEN_KEY_UNKNOWN` says so, and nothing is written, since a
-   * signature this node cannot check proves neither the token nor its company.
+   * and the key's company. Whether the token is past keeping is the store's decision, by
+   * the database's clock (store/token-revocations.ts), never this node's: a node whose
+   * clock leads would otherwise answer 200 and write nothing for a token other nodes still
+   * accept. A token whose `kid` this node does not know may be valid on a node that does (a
+   * key rotation under way): 400 `TOKEN_KEY_UNKNOWN` says so, and nothing is written, since
+   * a signature this node cannot check proves neither the token nor its company.
    * 409 `REVOCATION_LIMIT` when the company already holds `maxLiveRevocations` live
    * revocations and this token is not one of them: nothing is written.
    */
@@ -19,11 +21,13 @@ export interface TokenRevoker {
 export interface TokenRevokerOptions {
   keyring: Pick<Keyring, 'verify' | 'kids'>
   changes: Pick<Changes, 'revokeToken'>
-  /** verification accepts a token until exp + this: until then a revocation is needed */
-  clockToleranceSeconds: number
+  /**
+   * How long past exp a revocation is still needed (JWT_CLOCK_TOLERANCE + MAX_CLOCK_SKEW:
+   * a node within the bound accepts the token until then, by its own clock).
+   */
+  graceSeconds: number
   /** live single-token revocations one company may hold (MAX_LIVE_TOKEN_REVOCATIONS) */
   maxLiveRevocations: number
-  now?: () => number
 }
 
 /** A jti we signed is a UUID; anything longer is not ours to store. */
@@ -31,7 +35,7 @@ const MAX_JTI_LENGTH = 128
 /** 9999-12-31T23:59:59Z: our tokens expire long before; past it a date cannot be stored. */
 const MAX_EXP_SECONDS = 253_402_300_799
 
-export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, maxLiveRevocations, now = Date.now }: TokenRevokerOptions): TokenRevoker {
+export function createTokenRevoker({ keyring, changes, graceSeconds, maxLiveRevocations }: TokenRevokerOptions): TokenRevoker {
   return {
     async revoke({ companyId, keyId }, token) {
       const claims = token.length > 0 ? keyring.verify(token) : undefined
@@ -53,10 +57,11 @@ export function createTokenRevoker({ keyring, changes, clockToleranceSeconds, ma
         throw errors.tokenNotFound()
       }
       const expiry = exp as number
-      // Already refused at check 2 on every node: nothing left to revoke (SPEC: 200 again).
-      if (now() / 1000 >= expiry + clockToleranceSeconds) return { jti, exp: expiry }
-      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, maxLiveRevocations, { kind: 'apiKey', keyId })
+      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, { maxLive: maxLiveRevocations, graceSeconds }, { kind: 'apiKey', keyId })
       if (revoked === 'limit-reached') throw errors.revocationLimit(maxLiveRevocations)
+      // Expired past the grace by the store's clock: refused at check 2 on every node within
+      // MAX_CLOCK_SKEW; nothing written (SPEC: an expired token answers 200 again).
+      if (revoked === 'expired') return { jti, exp: expiry }
       // The company exists (the key belongs to it); no row would mean it just vanished.
       if (revoked === undefined) throw errors.tokenNotFound()
       return { jti, exp: expiry }

@@ -112,6 +112,20 @@ export function duration<D extends string | undefined = undefined>(maxDays: numb
   }, `1m..${maxDays}d`)
 }
 
+const SPAN = /^([1-9][0-9]*)(ms|s|m)$/
+const SPAN_UNIT_SECONDS = { ms: 0.001, s: 1, m: 60 } as const
+
+/** A short span such as `1s` or `500ms` (`<positive integer><ms|s|m>`), in seconds (a fraction below 1 s), of at most `maxSeconds`. */
+export function span<D extends string | undefined = undefined>(maxSeconds: number, about: About<D>): Variable<number, D> {
+  return variable(about, (value, name) => {
+    const match = SPAN.exec(value)
+    if (!match) throw new ConfigError(name, `expected <positive integer><ms|s|m> such as 1s or 500ms, got "${value}"`)
+    const seconds = Number(match[1]) * SPAN_UNIT_SECONDS[match[2] as keyof typeof SPAN_UNIT_SECONDS]
+    if (seconds > maxSeconds) throw new ConfigError(name, `at most ${maxSeconds}s, got "${value}"`)
+    return seconds
+  }, `1ms..${maxSeconds}s`)
+}
+
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
 
 /** Comma-separated proxy addresses, CIDR ranges, or the names above. */

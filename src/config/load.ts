@@ -19,6 +19,7 @@ export function parseConfig(env: Env): Config {
       audience: values.JWT_AUDIENCE,
       clockToleranceSeconds: values.JWT_CLOCK_TOLERANCE,
     },
+    maxClockSkewSeconds: values.MAX_CLOCK_SKEW,
     tokenMaxTtlSeconds: values.TOKEN_MAX_TTL,
     logLevel: values.LOG_LEVEL,
     bodyLimitBytes: values.BODY_LIMIT,

@@ -12,6 +12,11 @@ export interface Config {
   /** undefined → generated at boot and printed once */
   adminToken: string | undefined
   jwt: JwtConfig
+  /**
+   * MAX_CLOCK_SKEW: the most a node's wall clock may be off PostgreSQL's. Revocations are
+   * kept until exp + JWT_CLOCK_TOLERANCE + this; past it the node reports not ready (clock/).
+   */
+  maxClockSkewSeconds: number
   tokenMaxTtlSeconds: number
   logLevel: LogLevel
   bodyLimitBytes: number

@@ -1,5 +1,5 @@
 import { MIN_SECRET_BYTES } from '../jwt/key-material.js'
-import { boolean, duration, folder, hostPorts, integer, oneOf, proxies, redisName, text, url, type Variable } from './kinds.js'
+import { boolean, duration, folder, hostPorts, integer, oneOf, proxies, redisName, span, text, url, type Variable } from './kinds.js'
 import { JWT_ALGORITHMS, LOG_LEVELS } from './types.js'
 
 /**
@@ -32,6 +32,8 @@ export const VARIABLES = {
   JWT_ISSUER: text({ help: 'iss claim written and required' }),
   JWT_AUDIENCE: text({ help: 'aud claim written and required' }),
   JWT_CLOCK_TOLERANCE: integer(0, 3600, { default: '0', help: 'seconds of leeway on exp' }),
+  // The bound the revocations' retention counts on (exp + JWT_CLOCK_TOLERANCE + this); a node measures its own offset against it.
+  MAX_CLOCK_SKEW: span(3600, { default: '1s', help: "the most a node's clock may be off PostgreSQL's (<n>ms, <n>s or <n>m); past it /readyz answers 503" }),
   // JavaScript dates end in the year 275760: a longer lifetime would make an expiry no date can hold.
   TOKEN_MAX_TTL: duration(36_500, { default: '30d', help: 'the longest expiresIn accepted (<n>m, <n>h or <n>d)' }),
   LOG_LEVEL: oneOf(LOG_LEVELS, { default: 'info', help: 'how much to log' }),

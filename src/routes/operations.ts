@@ -5,6 +5,7 @@ import type { InvalidationBus } from '../bus/bus.js'
 import type { Keyring } from '../jwt/keyring.js'
 import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.js'
 import type { Store } from '../store/store.js'
+import type { ClockState } from '../clock/offset.js'
 
 const READINESS_TIMEOUT_MS = 2000
 
@@ -18,6 +19,8 @@ const Readiness = Type.Object({
   cacheWarm: Type.Boolean(),
   /** false until the node's first load of the live token revocations is in */
   revocationsLoaded: Type.Boolean(),
+  /** this node's clock against PostgreSQL's: `skewed` past MAX_CLOCK_SKEW, `unknown` before a first reading */
+  clock: Type.Union([Type.Literal('ok'), Type.Literal('skewed'), Type.Literal('unknown')]),
 })
 // Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
 const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
@@ -32,13 +35,19 @@ export interface OperationsRoutesOptions {
   warmedUp: () => boolean
   /** false until the first load of the revoked tokens is in (cache/revoked-tokens.ts) */
   revocationsLoaded: () => boolean
+  /** this node's clock against PostgreSQL's (clock/offset.ts) */
+  clock: () => ClockState
 }
 
 /** SPEC §3.4: liveness, readiness and Prometheus metrics. */
-export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp, revocationsLoaded }: OperationsRoutesOptions): Promise<void> {
+export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp, revocationsLoaded, clock }: OperationsRoutesOptions): Promise<void> {
   fastify.get('/healthz', { schema: { response: { 200: Health } } }, async () => ({ status: 'ok' as const }))
 
-  const notReady = { ...Readiness, description: 'The database does not answer in time, the node cannot vouch for its cache, its cache warm-up is still running, or its revoked tokens are still loading' }
+  const notReady = {
+    ...Readiness,
+    description:
+      "The database does not answer in time, the node cannot vouch for its cache, its cache warm-up is still running, its revoked tokens are still loading, or its clock is off PostgreSQL's by more than MAX_CLOCK_SKEW (or not read yet)",
+  }
   fastify.get('/readyz', { schema: { response: { 200: Readiness, 503: notReady } } }, async (_request, reply) => {
     const bus = channel.health()
     // A database that does not answer in time is down; the unref'd timer never holds the process.
@@ -52,7 +61,10 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
     const warm = warmedUp()
     // Until the revocations are in, each jti is a store read: the node is right, not fast.
     const revocations = revocationsLoaded()
-    const ready = database && bus.ready && bus.trusted && warm && revocations
+    // Revocations are kept only for clocks within MAX_CLOCK_SKEW (clock/grace.ts): a node
+    // past it may accept a token the others refuse, and says so here.
+    const clockState = clock()
+    const ready = database && bus.ready && bus.trusted && warm && revocations && clockState === 'ok'
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       database: database ? 'up' : 'down',
@@ -60,6 +72,7 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
       cacheTrusted: bus.trusted,
       cacheWarm: warm,
       revocationsLoaded: revocations,
+      clock: clockState,
     })
   })
 

@@ -25,6 +25,8 @@ export function createStore(db: Db) {
     ping: async (): Promise<void> => {
       await db.query('SELECT 1')
     },
+    /** The database's wall clock now, in ms since the epoch (clock_timestamp(): not the transaction's start). */
+    clock: async (): Promise<number> => Number((await db.query<{ ms: number | string }>(`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms`))[0]!.ms),
     ...companyStore(db),
     ...userStore(db),
     ...apiKeyStore(db),

@@ -219,3 +219,28 @@ t.test('no 5xx, and no secret or whole token in the logs', async (t) => {
   t.strictSame(await serverErrorCounts(node), [])
   t.strictSame(leakedLogLines(node.logs), [])
 })
+
+t.test('a revocation is kept until exp + JWT_CLOCK_TOLERANCE + MAX_CLOCK_SKEW by the database\'s clock, whatever the revoking node\'s clock says', async (t) => {
+  // MAX_CLOCK_SKEW 1m: a token that expired 30 s ago may still be accepted by a node 30 s behind.
+  const skewed = await startApp(t, { JWT_CLOCK_TOLERANCE: '5', MAX_CLOCK_SKEW: '1m' })
+  const acme = await createTenant(skewed, 'Acme')
+  const { payload } = decodeToken((await issueToken(skewed, acme, 'heidi')).token)
+  const forge = (exp: number, jti = randomUUID()) => ({ jti, token: forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...payload, jti, iat: exp - 60, exp }) })
+  const revoke = (token: string) => post(skewed, '/rest/v1/auth/revoke-token', { keyId: acme.keyId, keySecret: acme.keySecret, token })
+  const rows = (jti: string) => skewed.gateway.db.query('SELECT jti FROM revoked_token WHERE jti = $1', [jti])
+  const grace = 65
+
+  const recent = forge(nowSeconds() - 30)
+  t.equal((await revoke(recent.token)).statusCode, 200)
+  t.equal((await rows(recent.jti)).length, 1, 'expired 30 s ago, within 5 s + 1 min: written')
+  t.strictSame((await verify(skewed, recent.token)).json().code, 'TOKEN_EXPIRED', 'this node refuses it at check 2 all the same')
+  t.equal(await skewed.gateway.store.pruneRevokedTokens(grace), 0, 'not pruned within the grace')
+  const loaded = async () => (await skewed.gateway.store.revokedJtis('', 10_000)).includes(recent.jti)
+  t.equal(await loaded(), true, 'a node loads every revocation the store keeps, whatever its own clock says')
+
+  const old = forge(nowSeconds() - 120)
+  const before = await snapshotRows(skewed)
+  const answer = await revoke(old.token)
+  t.equal(answer.statusCode, 200, 'expired past the grace: 200 again')
+  t.equal(await snapshotRows(skewed), before, 'and nothing to keep')
+})

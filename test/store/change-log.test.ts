@@ -199,7 +199,7 @@ t.test('each publishing write records its change once, with its event when it ha
   const as = (kind: string) => (r?: { id: string; revision: number }) => r && `${kind}:${r.id}@${r.revision}`
   const [user, agentRow, companyRow] = [as('user'), as('agent'), as('company')]
   const key = (k?: { keyId: string }) => k && `apiKey:${k.keyId}@1`
-  const token = (r?: { jti: string; exp: number } | 'limit-reached') => (typeof r === 'object' ? `token:${r.jti}@${r.exp}` : r)
+  const token = (r?: { jti: string; exp: number } | 'limit-reached' | 'expired') => (typeof r === 'object' ? `token:${r.jti}@${r.exp}` : r)
   // each write, the change it must record (kind:key@revision, from what it returned), and how many events
   const writes: Array<[string, () => Promise<string | undefined>, number]> = [
     ['incrementTokenVersion', () => store.incrementTokenVersion(company.id, users[0]!.id).then(user), 1],
@@ -212,8 +212,8 @@ t.test('each publishing write records its change once, with its event when it ha
     ['revokeCompanyTokens', () => store.revokeCompanyTokens(company.id).then(companyRow), 1],
     ['revokeApiKey', () => store.revokeApiKey(keyId).then(key), 1],
     ['revokeApiKey, again', () => store.revokeApiKey(keyId).then(key), 0],
-    ['revokeToken', () => store.revokeToken(company.id, 'jti-1', exp, users[0]!.id, 1).then(token), 1],
-    ['revokeToken, again, at the limit', () => store.revokeToken(company.id, 'jti-1', exp, users[0]!.id, 1).then(token), 0],
+    ['revokeToken', () => store.revokeToken(company.id, 'jti-1', exp, users[0]!.id, { maxLive: 1, graceSeconds: 0 }).then(token), 1],
+    ['revokeToken, again, at the limit', () => store.revokeToken(company.id, 'jti-1', exp, users[0]!.id, { maxLive: 1, graceSeconds: 0 }).then(token), 0],
   ]
   const start = await store.changesSince(undefined, LIMIT)
   const expected: string[] = []
@@ -238,9 +238,9 @@ t.test('each publishing write records its change once, with its event when it ha
   t.equal(await store.revokeAgentTokens(nobody), undefined)
   t.equal(await store.revokeCompanyTokens(nobody), undefined)
   t.equal(await store.revokeApiKey('no-such-key'), undefined)
-  t.equal(await store.revokeToken(nobody, 'jti-2', exp, users[0]!.id, 1), undefined)
+  t.equal(await store.revokeToken(nobody, 'jti-2', exp, users[0]!.id, { maxLive: 1, graceSeconds: 0 }), undefined)
   t.same(await recorded(db), before, 'a write that matched no row records nothing')
-  t.equal(await store.revokeToken(company.id, 'jti-2', exp, users[0]!.id, 1), 'limit-reached', 'the company holds its one live revocation')
+  t.equal(await store.revokeToken(company.id, 'jti-2', exp, users[0]!.id, { maxLive: 1, graceSeconds: 0 }), 'limit-reached', 'the company holds its one live revocation')
   t.same(await recorded(db), before, 'a revocation refused by the limit records nothing')
 })
 
