@@ -73,7 +73,9 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
   async (fastify, { config, logger, ...options }) => {
     const onClose: OnClose = (close) => fastify.addHook('onClose', async () => void (await close()))
     const metrics = new Metrics()
-    const { db, store, claim } = await openStore(onClose, config, { logger, metrics, db: options.db })
+    const opened = await openStore(onClose, config, { logger, metrics, db: options.db })
+    const { db, claim } = opened
+    const store = options.parts?.store ? options.parts.store(opened.store) : opened.store
     const clock = await openClock(onClose, config, { store, logger, metrics })
     const keys = await loadKeys(config, store)
     const bus = await openBus(onClose, config, { logger, metrics, store, jwtKeys: keys.jwtKeys, claim, bus: options.bus, parts: options.parts })

@@ -28,6 +28,8 @@ export interface NodeParts {
   catchUpEveryMs?: number
   /** the revoked-token filter's tuning, or filters wrapped (cache/revoked-tokens.ts) */
   revokedTokens?: StatesOptions['revokedTokens']
+  /** wraps the store every part after it uses (caches, writes, housekeeping) */
+  store?: (store: Store) => Store
 }
 
 export interface BusOptions {

@@ -6,6 +6,7 @@ import { call, setupCompany } from '../support/http-client.js'
 import { sleep, waitFor } from '../support/poll.js'
 import { fileURLToPath } from 'node:url'
 import { ADMIN_TOKEN, JWT_SECRET } from '../support/constants.js'
+import { forgeHs256, hs256Kid } from '../support/helpers.js'
 import { freePort } from '../support/ports.js'
 import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess as NodeProcess } from '../support/processes.js'
 import { startPostgres, startRedis, startSentinelSet, type PostgresServer, type RedisServer, type SentinelSet } from '../support/services.js'
@@ -13,12 +14,14 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
 /** The mutant runs' nodes: `chat-auth serve`, less one defence (lib/mutants.mjs). */
 const MUTANT_NODE_HOST = fileURLToPath(new URL('./lib/mutant-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'subscribed-reads-skip' | 'rebuild-misses-arrivals'
+type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'subscribed-reads-skip' | 'rebuild-misses-arrivals' | 'retention-ignores-skew'
 
-async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined }): Promise<NodeProcess> {
-  if (!options.mutant) return startGatewayProcess(env, { name })
+/** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
+async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
+  const clock = options.clockOffset !== undefined ? { clockOffset: options.clockOffset } : {}
+  if (!options.mutant) return startGatewayProcess(env, { name, ...clock })
   const port = await freePort()
-  const proc = spawnNode(MUTANT_NODE_HOST, { name, args: [options.mutant], env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
+  const proc = spawnNode(MUTANT_NODE_HOST, { name, args: [options.mutant], ...clock, env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
   const url = `http://127.0.0.1:${port}`
   await waitUntilServing(proc, `${url}/readyz`)
   return { ...proc, port, url }
@@ -28,8 +31,11 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * `npm run test:chaos` — not part of `npm test` (tap's `exclude` skips test/chaos/).
  *
  * Its own redis-server and PostgreSQL (initdb into a temporary folder), three node
- * processes each reaching Redis through a TCP proxy this test controls, ~20
- * invalidations/s, ~5 single-token revocations/s, a company-wide revocation every ~2.5 s
+ * processes each reaching Redis through a TCP proxy this test controls — node-1's wall
+ * clock 1.5 s behind PostgreSQL's and node-2's 1.5 s ahead (libfaketime), within
+ * MAX_CLOCK_SKEW (2 s) — ~20 invalidations/s, ~5 single-token revocations/s, ~5 more of
+ * tokens that expire during the run, each revoked within 2 s either side of its exp and
+ * presented until it is expired for every node, a company-wide revocation every ~2.5 s
  * (of a second company) and ~500 verifications/s of current, stale and revoked tokens
  * across the nodes, and faults one after another. The checker works on the driver's clock;
  * an accepted verification that started after one of these answered 200 is a violation:
@@ -41,8 +47,9 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * Then once per mutant (lib/mutants.mjs), each with one defence taken out of the node's
  * injected parts (no flush and no catch-up on reconnect; a catch-up that skips what was
  * committed while the channel was lost; a catch-up that leaves out the tokens revoked
- * meanwhile; reads of the change log while subscribed that drop what they read): the
- * checker must find violations (of the kind the mutant concerns), or it proves nothing.
+ * meanwhile; reads of the change log while subscribed that drop what they read; revocations
+ * kept until exp + JWT_CLOCK_TOLERANCE only, leaving out MAX_CLOCK_SKEW): the checker must
+ * find violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
 const USERS = 40
@@ -58,6 +65,17 @@ const REVOKED_KEPT = 200
 const VERIFICATIONS_PER_S = 500
 const MAX_IN_FLIGHT = 256
 const REQUEST_TIMEOUT_MS = 3000
+/** The nodes' clocks against PostgreSQL's (node-0 on the machine's), all within MAX_CLOCK_SKEW. */
+const MAX_CLOCK_SKEW = '2s'
+const NODE_CLOCKS = [undefined, '-1.5s', '+1.5s'] as const
+/** Tokens that expire during the run, revoked around their exp: how many a second, their life, how near exp, and how often they are presented after. */
+const EXPIRING_PER_S = 5
+const EXPIRING_LIFE_S = 3
+const REVOKE_AROUND_EXP_MS = 2000
+/** presented until this long after exp: past it the clock furthest behind (1.5 s) refuses the token as expired */
+const PRESENT_PAST_EXP_MS = 2500
+const PRESENT_EVERY_MS = 150
+const CLOCK_USERS = 10
 
 interface Scenario {
   redis: RedisServer
@@ -124,14 +142,15 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     DATABASE_URL: databaseUrl,
     REDIS_URL: `redis://127.0.0.1:${proxies[i]!.port}`,
     CACHE_LEASE_MS: String(LEASE_MS),
+    MAX_CLOCK_SKEW,
   })
   // The mutant runs start their nodes through a test-only entry point: no configuration
   // variable can take a defence out.
-  const options = { mutant }
+  const options = (i: number) => ({ mutant, clockOffset: NODE_CLOCKS[i] })
   const nodes: NodeProcess[] = []
   try {
-    nodes.push(await startNode('node-0', env(0), options))
-    nodes.push(...(await Promise.all([startNode('node-1', env(1), options), startNode('node-2', env(2), options)])))
+    nodes.push(await startNode('node-0', env(0), options(0)))
+    nodes.push(...(await Promise.all([startNode('node-1', env(1), options(1)), startNode('node-2', env(2), options(2))])))
   } catch (error) {
     await Promise.allSettled(nodes.map((n) => n.stop()))
     await Promise.allSettled(proxies.map((p) => p.close()))
@@ -261,6 +280,8 @@ interface Result {
   invalidations: number
   invalidationsOk: number
   tokenRevocationsOk: number
+  /** revoke-token of the tokens that expire during the run, answered 200 */
+  expiringRevocationsOk: number
   companyRevocationsOk: number
   faults: number
   violations: number
@@ -319,6 +340,18 @@ async function drive<S extends Driven>(
   let tokenRevocationsOk = 0
   let tokenRevocationsTried = 0
 
+  // Tokens whose exp falls inside the run, forged with the nodes' key from the claims of a
+  // token issued to a user no invalidation touches (so that only its revocation refuses it):
+  // the API's shortest lifetime (1m) would take the whole run to expire.
+  const clockUsers: Array<Record<string, unknown>> = []
+  for (let i = 0; i < CLOCK_USERS; i++) {
+    const issued = await call(nodes[i % 3]!, 'POST', '/rest/v1/auth/token', { ...creds, userId: `clock-${i}` })
+    if (issued.status !== 200) throw new Error(`token: ${issued.status} ${JSON.stringify(issued.body)}`)
+    clockUsers.push(JSON.parse(Buffer.from(issued.body.token.split('.')[1]!, 'base64url').toString()))
+  }
+  let expiringRevocationsOk = 0
+  let expiringRevocationsTried = 0
+
   const verifications: Verification[] = []
   const invalidations: Invalidation[] = []
   const windows: Window[] = []
@@ -328,6 +361,7 @@ async function drive<S extends Driven>(
   const writes: Array<{ start: number; end: number; status: number }> = []
   const notReady: Array<Array<{ at: number; ready: boolean }>> = nodes.map(() => [])
   let inFlight = 0
+  let expiringInFlight = 0
   let skipped = 0
   let running = true
 
@@ -408,6 +442,31 @@ async function drive<S extends Driven>(
     if (revokedTokens.length > revokedKept) revokedTokens.shift()
   }
 
+  // A token that expires in a few seconds, revoked within REVOKE_AROUND_EXP_MS of its exp
+  // through any node (node-2's clock calls it expired 1.5 s early), then presented until
+  // every node's clock calls it expired (node-1's, 1.5 s late): the revocation must be
+  // written whatever the revoking node's clock says, and kept while any clock within
+  // MAX_CLOCK_SKEW may still accept the token.
+  const untilWallClock = async (at: number) => {
+    while (running && Date.now() < at) await sleep(Math.min(100, at - Date.now()))
+  }
+  const expiringOnce = async () => {
+    const jti = crypto.randomUUID()
+    const exp = Math.ceil(Date.now() / 1000) + EXPIRING_LIFE_S
+    const token = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...pick(clockUsers), jti, iat: exp - EXPIRING_LIFE_S, exp })
+    await untilWallClock(exp * 1000 + (Math.random() * 2 - 1) * REVOKE_AROUND_EXP_MS)
+    if (!running) return
+    expiringRevocationsTried++
+    const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/revoke-token', { ...creds, token }).catch(() => undefined)
+    const end = now()
+    if (answer?.status !== 200) return
+    expiringRevocationsOk++
+    while (running && Date.now() < exp * 1000 + PRESENT_PAST_EXP_MS) {
+      await present(token, { user: -2, version: 0, revokedEnd: end })
+      await sleep(PRESENT_EVERY_MS)
+    }
+  }
+
   let companyRevoking = false
   const revokeCompanyOnce = async () => {
     if (companyRevoking) return // one at a time: the checker's intervals stay simple
@@ -431,6 +490,7 @@ async function drive<S extends Driven>(
     let invalidationsLaunched = 0
     let tokenRevocationsLaunched = 0
     let companyRevocationsLaunched = 0
+    let expiringLaunched = 0
     while (running) {
       const elapsed = (now() - started) / 1000
       while (verificationsLaunched < elapsed * VERIFICATIONS_PER_S) {
@@ -451,6 +511,13 @@ async function drive<S extends Driven>(
         tokenRevocationsLaunched++
         inFlight++
         void revokeTokenOnce().finally(() => inFlight--)
+      }
+      // Each lasts seconds (it waits for its exp): counted apart, so that the cap on
+      // verifications in flight stays what it was.
+      while (expiringLaunched < elapsed * EXPIRING_PER_S) {
+        expiringLaunched++
+        expiringInFlight++
+        void expiringOnce().finally(() => expiringInFlight--)
       }
       while (companyRevocationsLaunched < elapsed * COMPANY_REVOCATIONS_PER_S) {
         companyRevocationsLaunched++
@@ -500,7 +567,7 @@ async function drive<S extends Driven>(
   running = false
   await load
   await sampler
-  await waitFor('requests in flight to finish', () => inFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
+  await waitFor('requests in flight to finish', () => inFlight + expiringInFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
   const loadSeconds = (now() - loadStarted) / 1000
 
   // ── the checker ──
@@ -590,7 +657,7 @@ async function drive<S extends Driven>(
       `${invalidationsTried} invalidations (${invalidations.length} answered 200, ${(invalidationsTried / loadSeconds).toFixed(1)}/s) in ${loadSeconds.toFixed(1)} s`,
   )
   log(
-    `revocations: ${tokenRevocationsTried} revoke-token (${tokenRevocationsOk} answered 200), ${companyRevocationsTried} company revoke-tokens (${companyRevocations.length} answered 200); ` +
+    `revocations: ${tokenRevocationsTried} revoke-token (${tokenRevocationsOk} answered 200), ${expiringRevocationsTried} of tokens near their exp (${expiringRevocationsOk} answered 200), ${companyRevocationsTried} company revoke-tokens (${companyRevocations.length} answered 200); ` +
       `presented: ${verifications.filter((v) => v.revokedEnd !== undefined).length} revoked tokens, ${verifications.filter((v) => v.issuedEnd !== undefined).length} tokens of the second company`,
   )
   log(`faults injected: ${windows.length}`)
@@ -623,6 +690,7 @@ async function drive<S extends Driven>(
     invalidations: invalidationsTried,
     invalidationsOk: invalidations.length,
     tokenRevocationsOk,
+    expiringRevocationsOk,
     companyRevocationsOk: companyRevocations.length,
     byKind,
     faults: windows.length,
@@ -655,6 +723,7 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   t.equal(result.faults, faults.length, 'every fault was injected')
   t.ok(result.invalidationsOk > 100 && result.accepted > 1000, 'the load did run')
   t.ok(result.tokenRevocationsOk > 50 && result.companyRevocationsOk > 5, 'revocations did run')
+  t.ok(result.expiringRevocationsOk > 50, `revocations of tokens near their exp did run (${result.expiringRevocationsOk})`)
   t.equal(result.violations, 0, `violations: ${result.violations}`)
   const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
   for (const [i, m] of metrics.entries()) {
@@ -679,6 +748,7 @@ for (const [mutant, what] of [
   ['catch-up-ignores-revoked-tokens', 'with a catch-up that leaves out the tokens revoked while the channel was lost'],
   ['subscribed-reads-skip', 'with reads of the change log while subscribed that drop what they read'],
   ['rebuild-misses-arrivals', 'with a revocation filter that misses what arrives while it loads'],
+  ['retention-ignores-skew', 'with revocations kept until exp + JWT_CLOCK_TOLERANCE only (MAX_CLOCK_SKEW left out)'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
@@ -688,7 +758,7 @@ for (const [mutant, what] of [
     const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : MUTANT_FAULTS
     const result = await drive(s, selected(faults), (line) => t.comment(line), JTI_MIX_MUTANTS.has(mutant) ? { revokedShare: 0.4, revokedKept: 40 } : {})
     t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
-    if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
+    if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals' || mutant === 'retention-ignores-skew') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
     else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
   })
 }

@@ -10,8 +10,8 @@ import { closeOnSignals } from '../../../dist/src/server.js'
 import { createMutant } from './mutants.mjs'
 
 const name = process.argv[2]
-const mutant = createMutant(name)
 const config = loadConfig()
+const mutant = createMutant(name, config)
 const logger = createLogger(config)
 const { app, gateway } = await buildApp(config, { logger, parts: mutant.parts })
 gateway.metrics.collect('chat_auth_chaos_mutant_calls_total', 'Times the chaos mutant acted (chaos tests only)', 'counter', () => [{ labels: { mutant: name }, value: mutant.calls() }], ['mutant'])

@@ -10,7 +10,8 @@ const readsNothing = (changeLog) => ({
   since: async () => ({ ...(await changeLog.since(undefined)), complete: true, changes: [] }),
 })
 
-export function createMutant(name) {
+/** `config`: the node's own (loadConfig), for a mutant that needs a configured value. */
+export function createMutant(name, config) {
   let calls = 0
   const acted = () => void calls++
   let bus
@@ -84,10 +85,29 @@ export function createMutant(name) {
     'no-primary-check': {
       sentinelWatch: () => (acted(), undefined),
     },
+    // Revocations kept until exp + JWT_CLOCK_TOLERANCE only, as if every clock agreed with
+    // the database's: the write finds nothing to keep once the database's clock passed
+    // that, and the load and the prune drop by it too (MAX_CLOCK_SKEW left out of the grace).
+    'retention-ignores-skew': {
+      store: (store) => {
+        const tolerance = config.jwt.clockToleranceSeconds
+        return {
+          ...store,
+          async revokeToken(companyId, jti, exp, userId, actor, _graceSeconds) {
+            const written = await store.revokeToken(companyId, jti, exp, userId, actor, tolerance)
+            if (written === undefined) acted()
+            return written
+          },
+          // a reader's clock a day ahead: least() leaves the database's alone
+          liveRevokedJtis: (_graceSeconds, _readerNowMs, after, limit) => store.liveRevokedJtis(tolerance, Date.now() + 86_400_000, after, limit),
+          pruneRevokedTokens: (_graceSeconds) => store.pruneRevokedTokens(tolerance),
+        }
+      },
+    },
   }
   const parts = mutants[name]
   if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew']
