@@ -87,19 +87,17 @@ export function createMutant(name, config) {
     },
     // Revocations kept until exp + JWT_CLOCK_TOLERANCE only, as if every clock agreed with
     // the database's: the write finds nothing to keep once the database's clock passed
-    // that, and the load and the prune drop by it too (MAX_CLOCK_SKEW left out of the grace).
+    // that, and the prune drops by it too (MAX_CLOCK_SKEW left out of the grace).
     'retention-ignores-skew': {
       store: (store) => {
         const tolerance = config.jwt.clockToleranceSeconds
         return {
           ...store,
-          async revokeToken(companyId, jti, exp, userId, actor, _graceSeconds) {
-            const written = await store.revokeToken(companyId, jti, exp, userId, actor, tolerance)
-            if (written === undefined) acted()
+          async revokeToken(companyId, jti, exp, userId, limits, actor) {
+            const written = await store.revokeToken(companyId, jti, exp, userId, { ...limits, graceSeconds: tolerance }, actor)
+            if (written === 'expired') acted()
             return written
           },
-          // a reader's clock a day ahead: least() leaves the database's alone
-          liveRevokedJtis: (_graceSeconds, _readerNowMs, after, limit) => store.liveRevokedJtis(tolerance, Date.now() + 86_400_000, after, limit),
           pruneRevokedTokens: (_graceSeconds) => store.pruneRevokedTokens(tolerance),
         }
       },
