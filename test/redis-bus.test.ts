@@ -108,6 +108,34 @@ t.test('three nodes: publish resolves once every other node has applied the chan
   await a.bus.close()
 })
 
+t.test("a handler's promise holds the acknowledgement (and the writer's own publish) until it settles", async (t) => {
+  const [a, b] = [node(), node()]
+  await Promise.all([a.bus.start(), b.bus.start()])
+  // What a node must finish before its writer may answer (ending sessions): b takes 100 ms,
+  // within its lease (200 ms). Past the lease the writer no longer waits for b's answer.
+  let bDone = 0
+  b.bus.onChange(() => new Promise<void>((resolve) => setTimeout(() => ((bDone = performance.now()), resolve()), 100)))
+  const started = performance.now()
+  await a.bus.publish(userChange('held-by-b'))
+  const answered = performance.now()
+  t.ok(bDone > 0 && bDone <= answered, `the writer's publish resolved after b's handler settled (${(answered - started).toFixed(0)} ms)`)
+  t.equal((await outcomes(a.metrics)).acked, 1, 'acknowledged, not waited out')
+
+  // The writer's own handler holds its publish the same way.
+  let aDone = 0
+  a.bus.onChange((change) => ('state' in change ? new Promise<void>((resolve) => setTimeout(() => ((aDone = performance.now()), resolve()), 150)) : undefined))
+  await a.bus.publish(userChange('held-by-a'))
+  t.ok(aDone > 0 && aDone <= performance.now(), "the writer's own handler settled before its publish resolved")
+
+  // A handler that fails: no acknowledgement, the writer waits out b's lease, and b starts a new epoch.
+  const epochs = b.epochs
+  b.bus.onChange(() => Promise.reject(new Error('could not end the sessions')))
+  await a.bus.publish(userChange('failed-on-b'))
+  t.equal((await outcomes(a.metrics)).leaseExpired, 1, "a change b could not apply was never acknowledged: the writer waited out b's lease")
+  t.ok(b.epochs > epochs, 'b flushed: it cannot vouch for what it failed to apply')
+  await Promise.all([a.bus.close(), b.bus.close()])
+})
+
 t.test('CLIENT KILL of the subscriber: new epoch, no trust until re-subscribed and leased', async (t) => {
   const [a, b] = [node(), node()]
   await Promise.all([a.bus.start(), b.bus.start()])

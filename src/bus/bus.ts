@@ -1,5 +1,8 @@
 import type { Change, RowChanged } from '../domain.js'
 
+/** What a node does with a change; a promise holds its acknowledgement until it settles. */
+export type ChangeHandler = (change: Change | RowChanged) => void | Promise<void>
+
 /**
  * The durable record of committed changes in the store, read from a cursor (see
  * store/change-log.ts): after a new subscription instead of flushing every cache, and
@@ -34,9 +37,14 @@ export interface InvalidationBus {
   publish(change: Change): Promise<void>
   /**
    * Called for every change, local and remote, in arrival order: a local one as the
-   * committed `Change`, a remote one as a `RowChanged` (evict, never install).
+   * committed `Change`, a remote one as a `RowChanged` (evict, never install). A handler
+   * that returns a promise holds the node's acknowledgement (and, for the node's own
+   * change, its `publish`) until it settles: what must be done before a writer may answer
+   * (ending the sessions a change ends) is done by then. It must settle well within the
+   * lease: past it the writer stops waiting for this node, as for one whose lease lapsed.
+   * Caches answer synchronously.
    */
-  onChange(handler: (change: Change | RowChanged) => void): void
+  onChange(handler: ChangeHandler): void
   /** Called when changes may have been missed: every cache must be flushed. */
   onEpochChange(handler: () => void): void
   /** Cheap enough for every request. */

@@ -1,12 +1,17 @@
 import type { Logger } from 'pino'
 import type { Change, RowChanged } from '../domain.js'
 import type { BusMetrics } from './bus-metrics.js'
+import type { ChangeHandler } from './bus.js'
 
 export interface Listeners {
-  onChange(handler: (change: Change | RowChanged) => void): void
+  onChange(handler: ChangeHandler): void
   onEpochChange(handler: () => void): void
-  /** Hands a change to every handler, in arrival order; one that throws starts a new epoch. */
-  deliver(change: Change | RowChanged): void
+  /**
+   * Hands a change to every handler, in arrival order; one that throws (or whose promise
+   * rejects) starts a new epoch. A promise when a handler returned one: it resolves once all
+   * have settled, and rejects if one failed (the change must not be acknowledged).
+   */
+  deliver(change: Change | RowChanged): void | Promise<void>
   /** Changes may have been missed: every cache must be flushed. */
   newEpoch(reason: string): void
   epoch(): number
@@ -14,26 +19,39 @@ export interface Listeners {
 
 /** What a bus tells the caches: each change, and each new epoch (counted, with its reason). */
 export function createListeners(count: Pick<BusMetrics, 'epoch' | 'error'>, log: Logger): Listeners {
-  const changeHandlers: Array<(change: Change | RowChanged) => void> = []
+  const changeHandlers: ChangeHandler[] = []
   const epochHandlers: Array<() => void> = []
   let epoch = 0
 
-  function runAll<T>(handlers: Array<(value: T) => void>, value: T, failed: () => void): void {
+  function runAll<T>(handlers: Array<(value: T) => void | Promise<void>>, value: T, failed: () => void): void | Promise<void> {
+    let pending: Array<Promise<void>> | undefined
+    const fail = (error: unknown) => {
+      count.error('handler')
+      log.error({ err: error }, 'bus handler threw')
+      failed()
+    }
     for (const handler of handlers) {
       try {
-        handler(value)
+        const done = handler(value)
+        if (done instanceof Promise) (pending ??= []).push(done)
       } catch (error) {
-        count.error('handler')
-        log.error({ err: error }, 'bus handler threw')
-        failed()
+        fail(error)
       }
     }
+    if (pending === undefined) return
+    return Promise.all(pending).then(
+      () => undefined,
+      (error) => {
+        fail(error)
+        throw error
+      },
+    )
   }
 
   function newEpoch(reason: string): void {
     epoch++
     count.epoch(reason)
-    runAll(epochHandlers, undefined, () => log.error('epoch handler failed'))
+    void runAll(epochHandlers, undefined, () => log.error('epoch handler failed'))
   }
 
   return {

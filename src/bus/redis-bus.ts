@@ -209,10 +209,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       while (!closed && !trusted() && now() < until) await sleep(10)
       if (!trusted()) log.warn('invalidation channel not trusted yet; serving from the store until it is')
     },
-    publish(change) {
-      // The change is committed: our own caches may have it at once.
-      deliver(change)
-      return publisher.publish(rowChanged(change))
+    async publish(change) {
+      // The change is committed: our own caches may have it at once; what our handlers must
+      // finish before the write answers runs beside the other nodes' acknowledgements.
+      const applied = deliver(change)
+      const published = publisher.publish(rowChanged(change))
+      if (applied instanceof Promise) await Promise.all([applied, published])
+      else await published
     },
     onChange: listeners.onChange,
     onEpochChange: listeners.onEpochChange,

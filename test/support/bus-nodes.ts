@@ -24,7 +24,7 @@ export function busNodes(defaults: Omit<RedisBusOptions, 'logger' | 'metrics'> &
       const metrics = new Metrics()
       const bus = createRedisBus({ logger: pino({ level: 'silent' }), ...defaults, ...options, metrics })
       const node: BusNode = { bus, metrics, changes: [], epochs: 0 }
-      bus.onChange((change) => node.changes.push(change))
+      bus.onChange((change) => void node.changes.push(change))
       bus.onEpochChange(() => node.epochs++)
       nodes.push(node)
       return node

@@ -15,7 +15,8 @@ export interface InboxOptions {
   nodeId: string
   count: BusMetrics
   warn(what: string, fields: Record<string, unknown>): void
-  apply(row: RowChanged): void
+  /** a promise holds the acknowledgement until it settles; none is sent if it rejects */
+  apply(row: RowChanged): void | Promise<void>
   flush(reason: string): void
   sendAck(writer: string, payload: string): Promise<unknown>
   acked(ack: AckMessage): void
@@ -48,11 +49,15 @@ export function createInbox(options: InboxOptions): Inbox {
       seen.set(id, true)
       count.message('change')
       if (from === nodeId) return // applied before it was published
-      options.apply(row)
-      options.sendAck(from, codec.ack({ id, node: nodeId })).catch((error: Error) => {
-        count.error('ack_publish')
-        options.warn('acknowledgement not published (the writer waits out our lease)', { err: error.message })
-      })
+      const ack = () =>
+        void options.sendAck(from, codec.ack({ id, node: nodeId })).catch((error: Error) => {
+          count.error('ack_publish')
+          options.warn('acknowledgement not published (the writer waits out our lease)', { err: error.message })
+        })
+      const applied = options.apply(row)
+      // A change not applied is not acknowledged: its writer waits out our lease.
+      if (applied instanceof Promise) applied.then(ack, () => undefined)
+      else ack()
     },
     ack(payload) {
       const read = codec.readAck(payload)
