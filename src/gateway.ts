@@ -16,6 +16,8 @@ import { openBus, type NodeParts } from './assembly/bus.js'
 import { openCaches } from './assembly/caches.js'
 import { openServices, type Services } from './assembly/services.js'
 import { openClock } from './assembly/clock.js'
+import { openSessions } from './assembly/sessions.js'
+import type { Sessions } from './sessions/sessions.js'
 import type { ClockWatch } from './clock/offset.js'
 import { revocationGraceSeconds } from './clock/grace.js'
 
@@ -44,6 +46,8 @@ export interface Gateway extends Services {
   /** the admin token, when this boot generated it (so it must be shown once) */
   readonly generatedAdminToken: string | undefined
   adminTokenMatches(presented: string): boolean
+  /** the sessions opened on this node (SPEC §8.1): `chatAuthPlugin`'s `openChatSession` */
+  readonly sessions: Sessions
 }
 
 export interface GatewayOptions {
@@ -81,6 +85,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const bus = await openBus(onClose, config, { logger, metrics, store, jwtKeys: keys.jwtKeys, claim, bus: options.bus, parts: options.parts })
     const { states, warmedUp } = openCaches(onClose, config, { store, bus, metrics, logger, parts: options.parts })
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
+    const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {
@@ -93,6 +98,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       keyring: keys.keyring,
       metrics,
       housekeeping,
+      sessions,
       warmedUp,
       clock,
       generatedAdminToken: keys.generatedAdminToken,

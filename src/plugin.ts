@@ -5,14 +5,31 @@ import { ConfigError, type Config } from './config.js'
 import { createLogger } from './logger.js'
 import { gatewayPlugin } from './gateway.js'
 import { bearerToken, type Identity, type VerifyToken } from './auth/verify.js'
-import { BEARER_CHALLENGE, denialBody } from './errors.js'
+import { BEARER_CHALLENGE, denialBody, errors, type ErrorBody } from './errors.js'
 import type { Metrics } from './metrics.js'
 import { answerUndecided, undecidedReporter } from './http/undecided.js'
+import { body } from './http/error-handler.js'
+import { identityBody } from './routes/verify.js'
+import type { Sessions } from './sessions/sessions.js'
+
+/**
+ * SPEC §8.1: a long-lived connection's token, watched. Refused: the verify endpoint's status
+ * and body, nothing kept. Accepted: the verify endpoint's 200 body, and a signal that aborts
+ * (its `reason` a `{code, message}` of §3.3, or NODE_CLOSING) the moment the token stops
+ * being valid; `close()` when the connection ended by itself (idempotent).
+ */
+export type ChatSession =
+  | { ok: false; statusCode: 401 | 503; body: ErrorBody }
+  | { ok: true; identity: ReturnType<typeof identityBody>; signal: AbortSignal; close: () => void }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest (or preHandler) hook that admits a request only with a valid chat token (SPEC §3.3 checks). */
     requireChatToken: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** SPEC §8.1: checks a token and, when accepted, watches it (see `ChatSession`) */
+    openChatSession: (token: string | undefined) => Promise<ChatSession>
+    /** the open sessions, and the entries of their indexes (all 0 once every session ended) */
+    chatSessionStats: () => ReturnType<Sessions['stats']>
   }
   interface FastifyRequest {
     /** the verified identity, set by `requireChatToken` */
@@ -30,7 +47,7 @@ export type ChatAuthPluginOptions =
    * a gateway from `createGateway` that the caller owns (and closes); the plugin uses its
    * verifier, and its metrics to count verifications that could not be decided
    */
-  | { gateway: { verifyToken: VerifyToken; metrics?: Metrics } }
+  | { gateway: { verifyToken: VerifyToken; metrics?: Metrics; sessions?: Sessions } }
 
 /**
  * An in-process verifier is a node: it caches, so it must hear every change. Its own embedded
@@ -53,12 +70,12 @@ function checkJoinsTheGateway(config: Config): void {
  * inside a context of its own so that none of its decorations reach the host app; it closes
  * with the host.
  */
-async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Logger | undefined): Promise<{ verifyToken: VerifyToken; metrics: Metrics }> {
+async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Logger | undefined): Promise<{ verifyToken: VerifyToken; metrics: Metrics; sessions: Sessions }> {
   checkJoinsTheGateway(config)
-  let verifier: { verifyToken: VerifyToken; metrics: Metrics } | undefined
+  let verifier: { verifyToken: VerifyToken; metrics: Metrics; sessions: Sessions } | undefined
   await fastify.register(async (node) => {
     await node.register(gatewayPlugin, { config, logger: logger ?? createLogger(config) })
-    verifier = { verifyToken: node.gateway.verifyToken, metrics: node.gateway.metrics }
+    verifier = { verifyToken: node.gateway.verifyToken, metrics: node.gateway.metrics, sessions: node.gateway.sessions }
   })
   return verifier!
 }
@@ -70,7 +87,7 @@ async function ownVerifier(fastify: FastifyInstance, config: Config, logger: Log
  */
 export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
   async (fastify, options) => {
-    const { verifyToken, metrics } = 'config' in options ? await ownVerifier(fastify, options.config, options.logger) : options.gateway
+    const { verifyToken, metrics, sessions } = 'config' in options ? await ownVerifier(fastify, options.config, options.logger) : options.gateway
     // An outage fails every request alike: its cause is logged once per interval, all counted.
     const reportUndecided = undecidedReporter(fastify.log, metrics)
     fastify.decorateRequest('chatAuth', null)
@@ -85,6 +102,19 @@ export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
       if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
       request.chatAuth = verdict.identity
     })
+    fastify.decorate('openChatSession', async (token: string | undefined): Promise<ChatSession> => {
+      if (sessions === undefined) throw new Error('openChatSession needs the gateway\'s sessions: pass { config }, or { gateway } from createGateway')
+      let opened
+      try {
+        opened = await sessions.open(token)
+      } catch (error) {
+        reportUndecided(error, 'openChatSession')
+        return { ok: false, statusCode: 503, body: body(errors.unavailable()) }
+      }
+      if (!opened.ok) return { ok: false, statusCode: 401, body: denialBody(opened.denial) }
+      return { ok: true, identity: identityBody(opened.identity), signal: opened.signal, close: opened.close }
+    })
+    fastify.decorate('chatSessionStats', () => (sessions === undefined ? { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 } : sessions.stats()))
   },
   { name: 'chat-auth', fastify: '5.x' },
 )

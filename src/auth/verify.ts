@@ -12,7 +12,11 @@ export interface Identity {
   exp: number
 }
 
-export type Verdict = { ok: true; identity: Identity } | { ok: false; denial: Denial }
+/**
+ * An accepted token's verdict also carries its verified claims (the object the keyring
+ * already made, no copy): what a session needs to be re-checked later (sessions/).
+ */
+export type Verdict = { ok: true; identity: Identity; claims: TokenClaims } | { ok: false; denial: Denial }
 
 /**
  * The verdict for a token. When every state it needs is cached it is returned as a value
@@ -59,7 +63,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return user instanceof Promise ? user.then((found) => checkUser(claims, found)) : checkUser(claims, user)
   }
 
-  function checkUser(claims: VerifiedClaims, user: UserState | undefined): MaybePromise<Verdict> {
+  function checkUser(claims: TokenClaims, user: UserState | undefined): MaybePromise<Verdict> {
     // 3. customer user exists and is active
     if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
 
@@ -71,13 +75,13 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return revoked instanceof Promise ? revoked.then((found) => checkJti(claims, user, found)) : checkJti(claims, user, revoked)
   }
 
-  function checkJti(claims: VerifiedClaims, user: UserState, revoked: boolean): MaybePromise<Verdict> {
+  function checkJti(claims: TokenClaims, user: UserState, revoked: boolean): MaybePromise<Verdict> {
     if (revoked) return deny(denials.revoked)
     const company = states.company(user.companyId)
     return company instanceof Promise ? company.then((found) => checkCompany(claims, user, found)) : checkCompany(claims, user, company)
   }
 
-  function checkCompany(claims: VerifiedClaims, user: UserState, company: CompanyState | undefined): MaybePromise<Verdict> {
+  function checkCompany(claims: TokenClaims, user: UserState, company: CompanyState | undefined): MaybePromise<Verdict> {
     // A generation is compared only within its own company; another company's token fails check 5.
     if (company !== undefined && user.companyId === claims.companyId && (claims[COMPANY_GENERATION_CLAIM] ?? 0) < company.tokensGeneration) {
       return deny(denials.revoked)
@@ -86,7 +90,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
   }
 
-  function checkAgent(claims: VerifiedClaims, user: UserState, agent: AgentState | undefined): Verdict {
+  function checkAgent(claims: TokenClaims, user: UserState, agent: AgentState | undefined): Verdict {
     if (agent !== undefined && agent.companyId === user.companyId && (claims[AGENT_GENERATION_CLAIM] ?? 0) < agent.tokensGeneration) {
       return deny(denials.revoked)
     }
@@ -106,11 +110,13 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
         tokenVersion: user.tokenVersion,
         exp: claims.exp,
       },
+      claims,
     }
   }
 }
 
-interface VerifiedClaims {
+/** The claims of a token that passed checks 0–2 (SPEC §3.1), of the right types. */
+export interface TokenClaims {
   sub: string
   tokenVersion: number
   companyId: string
@@ -126,7 +132,7 @@ interface VerifiedClaims {
 const MAX_DATE_SECONDS = 8.64e12
 
 /** A token signed by one of our keys still needs the claims of SPEC §3.1, of the right types. */
-function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims | undefined {
+function wellFormed(claims: Record<string, unknown> | undefined): TokenClaims | undefined {
   if (claims === undefined) return undefined
   const { sub, tokenVersion, companyId, agentId, exp, jti } = claims
   if (
@@ -143,7 +149,7 @@ function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims
   ) {
     return undefined
   }
-  return claims as unknown as VerifiedClaims
+  return claims as unknown as TokenClaims
 }
 
 /** A generation claim is absent (a token older than it: 0) or a non-negative integer. */

@@ -56,6 +56,9 @@ export function tokenRevocationStore(db: Db) {
 
     isTokenRevoked: async (jti: string): Promise<boolean> => (await db.query(`SELECT 1 FROM revoked_token WHERE jti = $1`, [jti])).length > 0,
 
+    /** Which of these jtis are revoked: one query for many (the re-check of open sessions). */
+    revokedAmong: (jtis: string[]): Promise<string[]> => all(db, `SELECT jti FROM revoked_token WHERE jti = ANY($1::text[])`, [jtis], (row: { jti: string }) => row.jti),
+
     /**
      * Jtis of the revocations kept (housekeeping prunes the expired ones), greater than
      * `after`, in order: one page of a load that walks the primary key, so that no query holds

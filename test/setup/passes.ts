@@ -32,6 +32,7 @@ const ONCE = [
   'test/redis-bus.test.ts',
   'test/redis-sentinel.test.ts',
   'test/revocation-load.test.ts',
+  'test/sessions.test.ts',
   'test/setup.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',

@@ -1,0 +1,237 @@
+import type { InvalidationBus } from '../bus/bus.js'
+import type { Identity, VerifyToken } from '../auth/verify.js'
+import type { Change, RowChanged } from '../domain.js'
+import { denials, errors, StoreUnavailableError, type Denial } from '../errors.js'
+import type { Store } from '../store/store.js'
+import { createExpiry } from './expiry.js'
+import { createSessionIndex, type IndexKind } from './index.js'
+import { denialOf, type Rows } from './recheck.js'
+import { Session, sessionFacts, type EndReason } from './session.js'
+
+/** Ids per query when every open session is read again: a few queries, none of them huge. */
+const RECHECK_CHUNK = 5000
+
+export type OpenedSession =
+  | { ok: true; identity: Identity; signal: AbortSignal; close: () => void }
+  | { ok: false; denial: Denial }
+
+export interface SessionsOptions {
+  verifyToken: VerifyToken
+  bus: Pick<InvalidationBus, 'onChange' | 'onEpochChange' | 'trusted'>
+  store: Pick<Store, 'getUsers' | 'getAgents' | 'getCompanyStates' | 'revokedAmong'>
+  clockToleranceSeconds: number
+  /** how often a node that cannot trust its cache re-checks every open session (CACHE_LEASE_MS) */
+  recheckEveryMs: number
+  /** a re-check that could not read the store (the sessions it was for were ended, or are kept: see below) */
+  onRecheckError?: (error: unknown) => void
+  now?: () => number
+}
+
+export interface Sessions {
+  /** SPEC §8.1: the checks of §3.3; an accepted token is watched until it stops being valid. Rejects when it cannot decide (503). */
+  open(token: string | undefined): Promise<OpenedSession>
+  /** open sessions */
+  readonly size: number
+  /** entries of each index and of the expiry heap: all 0 once every session ended */
+  stats(): { open: number; users: number; companies: number; agents: number; jtis: number; expiries: number }
+  /** the node closes: every open session is aborted with NODE_CLOSING */
+  close(): void
+}
+
+const reason = (denial: { code: string; message: string }): EndReason => ({ code: denial.code, message: denial.message })
+const unavailable = errors.unavailable()
+/** A change could not be checked against the store: its sessions end (ending a valid one is safe, keeping a revoked one is not). */
+export const UNDECIDED: EndReason = { code: unavailable.code, message: unavailable.message }
+export const NODE_CLOSING: EndReason = { code: 'NODE_CLOSING', message: 'The node is shutting down' }
+
+/**
+ * Sessions of SPEC §8.1: each accepted token's session is indexed by the rows that can end
+ * it (index.ts) and by its expiry (expiry.ts). Every change the bus delivers is looked up
+ * there: none of its sessions open (the usual case), nothing happens and nothing is
+ * awaited; otherwise those sessions alone are re-checked against the store and the ones it
+ * ends are aborted before the handler's promise settles, that is before this node
+ * acknowledges the change (and before a writer on this node answers).
+ */
+export function createSessions(options: SessionsOptions): Sessions {
+  const { verifyToken, bus, store, clockToleranceSeconds } = options
+  const now = options.now ?? Date.now
+  const onRecheckError = options.onRecheckError ?? (() => {})
+  const index = createSessionIndex()
+  const expiry = createExpiry((session) => end(session, reason(denials.expired)), now)
+  let open = 0
+  let closing = false
+  // moved by every change and epoch: an open whose checks ran while one came re-reads the store
+  let changesSeen = 0
+  let epochs = 0
+
+  function end(session: Session, why: EndReason | undefined): void {
+    if (!session.open) return
+    session.open = false
+    open--
+    index.remove(session)
+    expiry.remove(session)
+    if (why !== undefined) session.controller.abort(why)
+  }
+
+  /** Reads the rows the given sessions depend on (batched, by chunks), and ends those they fail. */
+  async function recheck(sessions: Session[]): Promise<void> {
+    const ids = { user: new Set<string>(), company: new Set<string>(), agent: new Set<string>(), token: new Set<string>() }
+    for (const session of sessions) {
+      ids.user.add(session.user.id)
+      ids.company.add(session.company.id)
+      ids.agent.add(session.agent.id)
+      if (session.jti) ids.token.add(session.jti.id)
+    }
+    const [users, companies, agents, revoked] = await Promise.all([
+      chunked(ids.user, (chunk) => store.getUsers(chunk)),
+      chunked(ids.company, (chunk) => store.getCompanyStates(chunk)),
+      chunked(ids.agent, (chunk) => store.getAgents(chunk)),
+      chunked(ids.token, (chunk) => store.revokedAmong(chunk)),
+    ])
+    const user = new Map(users.map((row) => [row.id, row]))
+    const company = new Map(companies.map((row) => [row.id, row]))
+    const agent = new Map(agents.map((row) => [row.id, row]))
+    const revokedJtis = new Set(revoked)
+    for (const session of sessions) {
+      if (!session.open) continue
+      const denial = denialOf(session, {
+        user: user.get(session.user.id) ?? null,
+        company: company.get(session.company.id) ?? null,
+        agent: agent.get(session.agent.id) ?? null,
+        jtiRevoked: session.jti !== undefined && revokedJtis.has(session.jti.id),
+      })
+      if (denial !== undefined) end(session, reason(denial))
+    }
+  }
+
+  /** One row changed: its sessions are checked against that row as the store has it now. */
+  async function recheckRow(kind: Exclude<IndexKind, 'token'>, id: string, sessions: Session[]): Promise<void> {
+    let rows: Rows
+    try {
+      rows = await readRow(kind, id)
+    } catch (error) {
+      onRecheckError(error)
+      for (const session of sessions) end(session, UNDECIDED)
+      return
+    }
+    for (const session of sessions) {
+      const denial = session.open ? denialOf(session, rows) : undefined
+      if (denial !== undefined) end(session, reason(denial))
+    }
+  }
+
+  async function readRow(kind: Exclude<IndexKind, 'token'>, id: string): Promise<Rows> {
+    if (kind === 'user') return { user: (await store.getUsers([id]))[0] ?? null }
+    if (kind === 'company') return { company: (await store.getCompanyStates([id]))[0] ?? null }
+    return { agent: (await store.getAgents([id]))[0] ?? null }
+  }
+
+  bus.onChange((change) => {
+    changesSeen++
+    const kind = kindOf(change)
+    if (kind === undefined) return
+    const id = idOf(change)
+    const sessions = index.of(kind, id)
+    if (sessions === undefined) return
+    // a revoked jti is revoked for good: nothing to read
+    if (kind === 'token') {
+      for (const session of [...sessions]) end(session, reason(denials.revoked))
+      return
+    }
+    return recheckRow(kind, id, [...sessions])
+  })
+
+  // Changes may have been missed: every open session is read again, and again once per lease
+  // while the cache cannot be trusted (the sweep below).
+  bus.onEpochChange(() => {
+    epochs++
+    void sweep()
+  })
+  let sweeping: Promise<void> | undefined
+  function sweep(): Promise<void> {
+    if (sweeping !== undefined || open === 0 || closing) return sweeping ?? Promise.resolve()
+    sweeping = recheck([...index.all()])
+      // A failed sweep ends nothing (a store outage would otherwise drop every connection; no
+      // revocation commits while the store cannot be read): the next period tries again.
+      .catch((error) => onRecheckError(error))
+      .finally(() => (sweeping = undefined))
+    return sweeping
+  }
+  const sweeper = setInterval(() => {
+    if (!bus.trusted()) void sweep()
+  }, options.recheckEveryMs)
+  sweeper.unref()
+
+  return {
+    async open(token) {
+      if (closing) throw new StoreUnavailableError('the node is closing')
+      const changesBefore = changesSeen
+      const epochsBefore = epochs
+      const verdict = await verifyToken(token)
+      if (!verdict.ok) return { ok: false, denial: verdict.denial }
+      if (closing) throw new StoreUnavailableError('the node is closing')
+      const { claims, identity } = verdict
+      const facts = sessionFacts(claims)
+      const session = new Session(
+        index.bucket('user', identity.user.id),
+        index.bucket('company', identity.user.companyId),
+        index.bucket('agent', identity.agent.id),
+        claims.jti === undefined ? undefined : index.bucket('token', claims.jti),
+        facts.tokenVersion,
+        facts.companyGeneration,
+        facts.agentGeneration,
+        (claims.exp + clockToleranceSeconds) * 1000,
+      )
+      index.add(session)
+      expiry.add(session)
+      open++
+      if (changesSeen !== changesBefore || epochs !== epochsBefore) {
+        // A change came while the checks ran: what they read may predate it. The session is
+        // indexed now, so any later change finds it; this read covers the ones before.
+        try {
+          await recheck([session])
+        } catch (error) {
+          end(session, undefined)
+          throw error
+        }
+      }
+      if (!session.open) {
+        const why = session.controller.signal.reason as EndReason
+        const denial = Object.values(denials).find((d) => d.code === why.code)
+        if (denial === undefined) throw new StoreUnavailableError(`session ended while it opened: ${why.code}`)
+        return { ok: false, denial }
+      }
+      return { ok: true, identity, signal: session.controller.signal, close: () => end(session, undefined) }
+    },
+    get size() {
+      return open
+    },
+    stats: () => ({ open, ...index.sizes(), expiries: expiry.size }),
+    close() {
+      closing = true
+      clearInterval(sweeper)
+      for (const session of [...index.all()]) end(session, NODE_CLOSING)
+      expiry.stop()
+    },
+  }
+}
+
+/** The index a change looks in; API keys end no session. */
+function kindOf(change: Change | RowChanged): IndexKind | undefined {
+  return change.kind === 'apiKey' ? undefined : change.kind
+}
+
+/** The row a change names (the jti, for a revoked token). */
+function idOf(change: Change | RowChanged): string {
+  if ('id' in change) return change.id
+  if (change.kind === 'token') return change.jti
+  if (change.kind === 'apiKey') return change.keyId
+  return change.state.id
+}
+
+async function chunked<T>(ids: Set<string>, read: (chunk: string[]) => Promise<T[]>): Promise<T[]> {
+  const all = [...ids]
+  const reads: Array<Promise<T[]>> = []
+  for (let start = 0; start < all.length; start += RECHECK_CHUNK) reads.push(read(all.slice(start, start + RECHECK_CHUNK)))
+  return (await Promise.all(reads)).flat()
+}
