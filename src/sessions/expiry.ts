@@ -45,6 +45,7 @@ export function createExpiry(onExpired: (session: Session) => void, now: () => n
 
   /** One timer, set for the earliest expiry; moved only when the earliest changes. */
   function schedule(): void {
+    if (firing) return
     const first = heap[0]
     const at = first === undefined ? Infinity : first.expiresAtMs
     if (at === timerAt) return
@@ -56,14 +57,21 @@ export function createExpiry(onExpired: (session: Session) => void, now: () => n
     timer.unref()
   }
 
+  // while expired sessions are taken off, the timer is set once, at the end
+  let firing = false
   function fire(): void {
     timer = undefined
     timerAt = Infinity
     const current = now()
-    while (heap.length > 0 && heap[0]!.expiresAtMs <= current) {
-      const session = heap[0]!
-      remove(session)
-      onExpired(session)
+    firing = true
+    try {
+      while (heap.length > 0 && heap[0]!.expiresAtMs <= current) {
+        const session = heap[0]!
+        remove(session)
+        onExpired(session)
+      }
+    } finally {
+      firing = false
     }
     schedule()
   }

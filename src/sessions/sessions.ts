@@ -147,15 +147,23 @@ export function createSessions(options: SessionsOptions): Sessions {
     epochs++
     void sweep()
   })
-  let sweeping: Promise<void> | undefined
-  function sweep(): Promise<void> {
-    if (sweeping !== undefined || open === 0 || closing) return sweeping ?? Promise.resolve()
-    sweeping = recheck([...index.all()])
-      // A failed sweep ends nothing (a store outage would otherwise drop every connection; no
-      // revocation commits while the store cannot be read): the next period tries again.
-      .catch((error) => onRecheckError(error))
-      .finally(() => (sweeping = undefined))
-    return sweeping
+  let sweeping = false
+  // asked for while one ran: that one's reads may predate what the new request is about
+  let sweepAgain = false
+  async function sweep(): Promise<void> {
+    if (sweeping) return void (sweepAgain = true)
+    sweeping = true
+    try {
+      do {
+        sweepAgain = false
+        if (open === 0 || closing) return
+        // A failed sweep ends nothing (a store outage would otherwise drop every connection; no
+        // revocation commits while the store cannot be read): the next period tries again.
+        await recheck([...index.all()]).catch((error) => onRecheckError(error))
+      } while (sweepAgain)
+    } finally {
+      sweeping = false
+    }
   }
   const sweeper = setInterval(() => {
     if (!bus.trusted()) void sweep()

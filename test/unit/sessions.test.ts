@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import type { ChangeHandler } from '../../src/bus/bus.js'
+import type { TokenClaims, Verdict } from '../../src/auth/verify.js'
+import type { AgentState, CompanyState, UserState } from '../../src/domain.js'
+import { createSessions, type SessionsOptions } from '../../src/sessions/sessions.js'
+
+/**
+ * The session registry alone (src/sessions/), over a bus that is a list of handlers and
+ * store reads kept in maps: what a change finds, what it costs when it finds nothing, what a
+ * failed read does, the expiry heap's order. The real nodes are in test/sessions.test.ts.
+ */
+const COMPANY = randomUUID()
+const AGENT = randomUUID()
+
+function world(options: { failReads?: () => boolean } = {}) {
+  const users = new Map<string, UserState>()
+  const agents = new Map<string, AgentState>([[AGENT, { id: AGENT, companyId: COMPANY, name: 'a', active: true, tokensGeneration: 0, revision: 1 }]])
+  const companies = new Map<string, CompanyState>([[COMPANY, { id: COMPANY, tokensGeneration: 0, revision: 1 }]])
+  const revoked = new Set<string>()
+  const reads: string[] = []
+  const read = <T>(name: string, rows: T[]) => {
+    reads.push(name)
+    return options.failReads?.() ? Promise.reject(new Error('store away')) : Promise.resolve(rows)
+  }
+  let handler: ChangeHandler = () => {}
+  let epoch: () => void = () => {}
+  let trusted = true
+  const claimsOf = new Map<string, TokenClaims>()
+  const verifyToken: SessionsOptions['verifyToken'] = (token): Verdict => {
+    const claims = token === undefined ? undefined : claimsOf.get(token)
+    if (claims === undefined) return { ok: false, denial: { code: 'INVALID_TOKEN', message: 'Invalid token' } }
+    const user = users.get(claims.sub)!
+    return {
+      ok: true,
+      claims,
+      identity: { user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: claims.agentId }, agent: { id: AGENT, name: 'a', active: true }, tokenVersion: user.tokenVersion, exp: claims.exp },
+    }
+  }
+  const sessions = createSessions({
+    verifyToken,
+    bus: { onChange: (h) => void (handler = h), onEpochChange: (h) => void (epoch = h), trusted: () => trusted },
+    store: {
+      getUsers: (ids) => read('users', ids.flatMap((id) => (users.has(id) ? [{ ...users.get(id)!, createdAt: new Date() }] : []))) as never,
+      getAgents: (ids) => read('agents', ids.flatMap((id) => (agents.has(id) ? [{ ...agents.get(id)!, createdAt: new Date() }] : []))) as never,
+      getCompanyStates: (ids) => read('companies', ids.flatMap((id) => (companies.has(id) ? [companies.get(id)!] : []))),
+      revokedAmong: (jtis) => read('jtis', jtis.filter((jti) => revoked.has(jti))),
+    },
+    clockToleranceSeconds: 0,
+    recheckEveryMs: 20,
+  })
+  t.teardown(() => sessions.close())
+  /** a user and a token of theirs */
+  const token = (expiresInMs = 3_600_000) => {
+    const id = randomUUID()
+    users.set(id, { id, companyId: COMPANY, externalId: id, agentId: AGENT, tokenVersion: 0, active: true, revision: 1 })
+    const jti = randomUUID()
+    const value = `token-${jti}`
+    claimsOf.set(value, { sub: id, tokenVersion: 0, companyId: COMPANY, agentId: AGENT, exp: (Date.now() + expiresInMs) / 1000, jti })
+    return { value, userId: id, jti }
+  }
+  const opened = async (value: string) => {
+    const session = await sessions.open(value)
+    if (!session.ok) throw new Error('refused')
+    return session
+  }
+  return { sessions, users, agents, companies, revoked, reads, token, opened, deliver: (change: Parameters<ChangeHandler>[0]) => handler(change), epoch: () => epoch(), setTrusted: (value: boolean) => void (trusted = value) }
+}
+
+t.test('a change with no session of its row costs nothing: no read, no promise', async (t) => {
+  const w = world()
+  const session = await w.opened(w.token().value)
+  for (const kind of ['user', 'agent', 'company', 'token', 'apiKey'] as const) t.equal(w.deliver({ kind, id: randomUUID(), revision: 2 }), undefined, kind)
+  t.same(w.reads, [])
+  t.notOk(session.signal.aborted)
+})
+
+t.test("a row's change re-reads that row and aborts what it ends before its promise settles", async (t) => {
+  const w = world()
+  const { value, userId } = w.token()
+  const kept = await w.opened(w.token().value)
+  const session = await w.opened(value)
+  w.users.set(userId, { ...w.users.get(userId)!, tokenVersion: 1, revision: 2 })
+  const done = w.deliver({ kind: 'user', id: userId, revision: 2 })
+  t.ok(done instanceof Promise, 'the acknowledgement waits')
+  t.notOk(session.signal.aborted)
+  await done
+  t.same(session.signal.reason, { code: 'TOKEN_REVOKED', message: 'Token has been revoked' })
+  t.same(w.reads, ['users'])
+  t.notOk(kept.signal.aborted)
+
+  const agentSession = await w.opened(w.token().value)
+  w.agents.set(AGENT, { ...w.agents.get(AGENT)!, active: false, revision: 2 })
+  await w.deliver({ kind: 'agent', state: w.agents.get(AGENT)! })
+  t.same(agentSession.signal.reason, { code: 'AGENT_INACTIVE', message: 'Agent is inactive' })
+  t.same(kept.signal.reason, { code: 'AGENT_INACTIVE', message: 'Agent is inactive' }, 'every session of the agent')
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+})
+
+t.test('a revoked jti aborts its session without a read', async (t) => {
+  const w = world()
+  const { value, jti } = w.token()
+  const session = await w.opened(value)
+  t.equal(w.deliver({ kind: 'token', jti, exp: 1 }), undefined)
+  t.same(session.signal.reason, { code: 'TOKEN_REVOKED', message: 'Token has been revoked' })
+  t.same(w.reads, [])
+})
+
+t.test('a re-check that cannot read the store ends the sessions it was for (SERVICE_UNAVAILABLE), and still lets the change be acknowledged', async (t) => {
+  let fail = false
+  const w = world({ failReads: () => fail })
+  const { value, userId } = w.token()
+  const session = await w.opened(value)
+  const other = await w.opened(w.token().value)
+  fail = true
+  await w.deliver({ kind: 'user', id: userId, revision: 2 })
+  t.same(session.signal.reason, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' })
+  t.notOk(other.signal.aborted, 'only the sessions of the row')
+  w.setTrusted(false)
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  t.notOk(other.signal.aborted, 'a sweep that cannot read ends nothing')
+})
+
+t.test('an epoch, and every period while untrusted, re-check every session in batched reads', async (t) => {
+  const w = world()
+  const tokens = Array.from({ length: 20 }, () => w.token())
+  const sessions = await Promise.all(tokens.map(({ value }) => w.opened(value)))
+  w.revoked.add(tokens[3]!.jti)
+  w.epoch()
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  t.same(sessions[3]!.signal.reason, { code: 'TOKEN_REVOKED', message: 'Token has been revoked' })
+  t.same(w.reads.sort(), ['agents', 'companies', 'jtis', 'users'], 'one read per table for all of them')
+  w.users.delete(tokens[5]!.userId)
+  t.notOk(sessions[5]!.signal.aborted, 'trusted: no sweep')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.notOk(sessions[5]!.signal.aborted, 'trusted: still no sweep')
+  w.setTrusted(false)
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  t.same(sessions[5]!.signal.reason, { code: 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE', message: 'Customer user not found or inactive' })
+  t.equal(sessions.filter((s) => s.signal.aborted).length, 2)
+})
+
+t.test('an open whose checks raced a change reads the store again before it answers', async (t) => {
+  const w = world()
+  const { value, userId } = w.token()
+  const opening = w.sessions.open(value)
+  // the change lands while the open awaits its verdict
+  w.users.set(userId, { ...w.users.get(userId)!, active: false, revision: 2 })
+  void w.deliver({ kind: 'user', id: userId, revision: 2 })
+  t.same(await opening, { ok: false, denial: { code: 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE', message: 'Customer user not found or inactive' } })
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+})
+
+t.test('expiry: one heap, in order; closed sessions never fire', async (t) => {
+  const w = world()
+  const order: number[] = []
+  const sessions = await Promise.all(
+    Array.from({ length: 200 }, async (_, i) => {
+      const session = await w.opened(w.token(20 + ((i * 37) % 150)).value)
+      session.signal.addEventListener('abort', () => order.push(Date.now()))
+      return session
+    }),
+  )
+  for (const session of sessions.filter((_, i) => i % 3 === 0)) session.close()
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.equal(order.length, sessions.length - Math.ceil(sessions.length / 3), 'every open one expired, no closed one')
+  t.ok(sessions.every((s, i) => (i % 3 === 0 ? !s.signal.aborted : (s.signal.reason as { code: string }).code === 'TOKEN_EXPIRED')))
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+})
+
+t.test('100,000 opens and closes leave every index empty', async (t) => {
+  const w = world()
+  for (let i = 0; i < 100_000; i++) (await w.opened(w.token().value)).close()
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+})
+
+t.test('closing aborts every open session with NODE_CLOSING, and opens no more', async (t) => {
+  const w = world()
+  const session = await w.opened(w.token().value)
+  w.sessions.close()
+  t.same(session.signal.reason, { code: 'NODE_CLOSING', message: 'The node is shutting down' })
+  await t.rejects(w.sessions.open(w.token().value), { name: 'StoreUnavailableError' })
+})
