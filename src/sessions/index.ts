@@ -1,6 +1,24 @@
-import type { Bucket, Session } from './session.js'
+import { Session, type Bucket } from './session.js'
 
 export type IndexKind = 'user' | 'company' | 'agent' | 'token'
+
+function join(bucket: Bucket, session: Session): void {
+  const members = bucket.members
+  if (members === undefined) bucket.members = session
+  else if (members instanceof Session) bucket.members = new Set([members, session])
+  else members.add(session)
+}
+
+function part(bucket: Bucket, session: Session): void {
+  const members = bucket.members
+  if (members === session) bucket.members = undefined
+  else if (members instanceof Set) {
+    members.delete(session)
+    if (members.size === 1) bucket.members = members.values().next().value
+  }
+}
+
+const membersOf = (bucket: Bucket): Session[] => (bucket.members === undefined ? [] : bucket.members instanceof Session ? [bucket.members] : [...bucket.members])
 
 /**
  * Open sessions by user id, company id, agent id and jti: a change names one row, and finds
@@ -13,23 +31,23 @@ export function createSessionIndex() {
   const bucket = (kind: IndexKind, id: string): Bucket => {
     const map = maps[kind]
     let found = map.get(id)
-    if (found === undefined) map.set(id, (found = { id, sessions: new Set() }))
+    if (found === undefined) map.set(id, (found = { id, members: undefined }))
     return found
   }
   const leave = (kind: IndexKind, bucket: Bucket | undefined, session: Session) => {
     if (bucket === undefined) return
-    bucket.sessions.delete(session)
+    part(bucket, session)
     // an empty bucket goes at once: closed sessions leave nothing behind
-    if (bucket.sessions.size === 0 && maps[kind].get(bucket.id) === bucket) maps[kind].delete(bucket.id)
+    if (bucket.members === undefined && maps[kind].get(bucket.id) === bucket) maps[kind].delete(bucket.id)
   }
 
   return {
     bucket,
     add(session: Session): void {
-      session.user.sessions.add(session)
-      session.company.sessions.add(session)
-      session.agent.sessions.add(session)
-      session.jti?.sessions.add(session)
+      join(session.user, session)
+      join(session.company, session)
+      join(session.agent, session)
+      if (session.jti) join(session.jti, session)
     },
     remove(session: Session): void {
       leave('user', session.user, session)
@@ -37,11 +55,14 @@ export function createSessionIndex() {
       leave('agent', session.agent, session)
       leave('token', session.jti, session)
     },
-    /** the open sessions of one row, or undefined: the common case, no allocation */
-    of: (kind: IndexKind, id: string): Set<Session> | undefined => maps[kind].get(id)?.sessions,
+    /** the open sessions of one row (a copy), or undefined: the common case, no allocation */
+    of(kind: IndexKind, id: string): Session[] | undefined {
+      const found = maps[kind].get(id)
+      return found === undefined ? undefined : membersOf(found)
+    },
     /** every open session (each is under exactly one user) */
     *all(): Iterable<Session> {
-      for (const { sessions } of maps.user.values()) yield* sessions
+      for (const bucket of maps.user.values()) yield* membersOf(bucket)
     },
     /** entries per index (tests and /metrics: all back to 0 once every session ended) */
     sizes: () => ({ users: maps.user.size, companies: maps.company.size, agents: maps.agent.size, jtis: maps.token.size }),

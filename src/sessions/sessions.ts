@@ -135,10 +135,10 @@ export function createSessions(options: SessionsOptions): Sessions {
     if (sessions === undefined) return
     // a revoked jti is revoked for good: nothing to read
     if (kind === 'token') {
-      for (const session of [...sessions]) end(session, reason(denials.revoked))
+      for (const session of sessions) end(session, reason(denials.revoked))
       return
     }
-    return recheckRow(kind, id, [...sessions])
+    return recheckRow(kind, id, sessions)
   })
 
   // Changes may have been missed: every open session is read again, and again once per lease

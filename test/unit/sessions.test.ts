@@ -181,3 +181,15 @@ t.test('closing aborts every open session with NODE_CLOSING, and opens no more',
   t.same(session.signal.reason, { code: 'NODE_CLOSING', message: 'The node is shutting down' })
   await t.rejects(w.sessions.open(w.token().value), { name: 'StoreUnavailableError' })
 })
+
+t.test('one token open twice, one user on many tokens: each change finds every session of its row, closing one leaves the others', async (t) => {
+  const w = world()
+  const { value, jti, userId } = w.token()
+  const [a, b, c] = [await w.opened(value), await w.opened(value), await w.opened(value)]
+  b.close()
+  t.same(w.sessions.stats(), { open: 2, users: 1, companies: 1, agents: 1, jtis: 1, expiries: 2 })
+  t.equal(w.deliver({ kind: 'token', id: jti, revision: 1 }), undefined)
+  t.ok(a.signal.aborted && c.signal.aborted && !b.signal.aborted, 'both open ones aborted, the closed one not')
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+  t.same(w.users.get(userId)?.id, userId)
+})
