@@ -22,6 +22,8 @@ export interface SessionsOptions {
   clockToleranceSeconds: number
   /** how often a node that cannot trust its cache re-checks every open session (CACHE_LEASE_MS) */
   recheckEveryMs: number
+  /** how long a change's re-check may wait for its read before ending its sessions (default: half of recheckEveryMs) */
+  changeReadDeadlineMs?: number
   /** a re-check that could not read the store (the sessions it was for were ended, or are kept: see below) */
   onRecheckError?: (error: unknown) => void
   now?: () => number
@@ -56,6 +58,10 @@ export function createSessions(options: SessionsOptions): Sessions {
   const { verifyToken, bus, store, clockToleranceSeconds } = options
   const now = options.now ?? Date.now
   const onRecheckError = options.onRecheckError ?? (() => {})
+  // A change's re-check holds the node's acknowledgement, which must come well within the
+  // lease (past it the writer answers without this node): a read slower than half of it
+  // ends the sessions it was for instead.
+  const changeReadDeadlineMs = options.changeReadDeadlineMs ?? options.recheckEveryMs / 2
   const index = createSessionIndex()
   const expiry = createExpiry((session) => end(session, reason(denials.expired)), now)
   let open = 0
@@ -108,7 +114,7 @@ export function createSessions(options: SessionsOptions): Sessions {
   async function recheckRow(kind: Exclude<IndexKind, 'token'>, id: string, sessions: Session[]): Promise<void> {
     let rows: Rows
     try {
-      rows = await readRow(kind, id)
+      rows = await withinDeadline(readRow(kind, id), changeReadDeadlineMs)
     } catch (error) {
       onRecheckError(error)
       for (const session of sessions) end(session, UNDECIDED)
@@ -235,6 +241,14 @@ function idOf(change: Change | RowChanged): string {
   if (change.kind === 'token') return change.jti
   if (change.kind === 'apiKey') return change.keyId
   return change.state.id
+}
+
+function withinDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError(`the store did not answer within ${ms} ms`)), ms)
+  })
+  return Promise.race([read, late]).finally(() => clearTimeout(timer))
 }
 
 async function chunked<T>(ids: Set<string>, read: (chunk: string[]) => Promise<T[]>): Promise<T[]> {

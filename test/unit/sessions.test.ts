@@ -13,7 +13,7 @@ import { createSessions, type SessionsOptions } from '../../src/sessions/session
 const COMPANY = randomUUID()
 const AGENT = randomUUID()
 
-function world(options: { failReads?: () => boolean } = {}) {
+function world(options: { failReads?: () => boolean; hangReads?: () => boolean } = {}) {
   const users = new Map<string, UserState>()
   const agents = new Map<string, AgentState>([[AGENT, { id: AGENT, companyId: COMPANY, name: 'a', active: true, tokensGeneration: 0, revision: 1 }]])
   const companies = new Map<string, CompanyState>([[COMPANY, { id: COMPANY, tokensGeneration: 0, revision: 1 }]])
@@ -21,6 +21,7 @@ function world(options: { failReads?: () => boolean } = {}) {
   const reads: string[] = []
   const read = <T>(name: string, rows: T[]) => {
     reads.push(name)
+    if (options.hangReads?.()) return new Promise<T[]>(() => {})
     return options.failReads?.() ? Promise.reject(new Error('store away')) : Promise.resolve(rows)
   }
   let handler: ChangeHandler = () => {}
@@ -192,4 +193,17 @@ t.test('one token open twice, one user on many tokens: each change finds every s
   t.ok(a.signal.aborted && c.signal.aborted && !b.signal.aborted, 'both open ones aborted, the closed one not')
   t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
   t.same(w.users.get(userId)?.id, userId)
+})
+
+t.test("a change's read that does not answer within half the period ends its sessions, so the acknowledgement is never held past the lease", async (t) => {
+  let hang = false
+  const w = world({ hangReads: () => hang })
+  const { value, userId } = w.token()
+  const session = await w.opened(value)
+  hang = true
+  const started = Date.now()
+  await w.deliver({ kind: 'user', id: userId, revision: 2 })
+  const waited = Date.now() - started
+  t.ok(waited >= 9 && waited < 200, `settled after ${waited} ms (deadline 10 ms)`)
+  t.same(session.signal.reason, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' })
 })
