@@ -5,6 +5,12 @@ import type { TokenClaims, Verdict } from '../../src/auth/verify.js'
 import type { AgentState, CompanyState, UserState } from '../../src/domain.js'
 import { createSessions, type SessionsOptions } from '../../src/sessions/sessions.js'
 
+/** Waits until `done()` holds, for at most two seconds (a busy machine delays timers). */
+async function until(done: () => boolean): Promise<void> {
+  const started = Date.now()
+  while (!done() && Date.now() - started < 2000) await new Promise((resolve) => setTimeout(resolve, 5))
+}
+
 /**
  * The session registry alone (src/sessions/), over a bus that is a list of handlers and
  * store reads kept in maps: what a change finds, what it costs when it finds nothing, what a
@@ -128,7 +134,7 @@ t.test('an epoch, and every period while untrusted, re-check every session in ba
   const sessions = await Promise.all(tokens.map(({ value }) => w.opened(value)))
   w.revoked.add(tokens[3]!.jti)
   w.epoch()
-  await new Promise((resolve) => setTimeout(resolve, 5))
+  await until(() => sessions[3]!.signal.aborted)
   t.same(sessions[3]!.signal.reason, { code: 'TOKEN_REVOKED', message: 'Token has been revoked' })
   t.same(w.reads.sort(), ['agents', 'companies', 'jtis', 'users'], 'one read per table for all of them')
   w.users.delete(tokens[5]!.userId)
@@ -136,7 +142,7 @@ t.test('an epoch, and every period while untrusted, re-check every session in ba
   await new Promise((resolve) => setTimeout(resolve, 50))
   t.notOk(sessions[5]!.signal.aborted, 'trusted: still no sweep')
   w.setTrusted(false)
-  await new Promise((resolve) => setTimeout(resolve, 60))
+  await until(() => sessions[5]!.signal.aborted)
   t.same(sessions[5]!.signal.reason, { code: 'CUSTOMER_USER_NOT_FOUND_OR_INACTIVE', message: 'Customer user not found or inactive' })
   t.equal(sessions.filter((s) => s.signal.aborted).length, 2)
 })
@@ -163,7 +169,8 @@ t.test('expiry: one heap, in order; closed sessions never fire', async (t) => {
     }),
   )
   for (const session of sessions.filter((_, i) => i % 3 === 0)) session.close()
-  await new Promise((resolve) => setTimeout(resolve, 250))
+  await until(() => order.length >= sessions.length - Math.ceil(sessions.length / 3))
+  await new Promise((resolve) => setTimeout(resolve, 50))
   t.equal(order.length, sessions.length - Math.ceil(sessions.length / 3), 'every open one expired, no closed one')
   t.ok(sessions.every((s, i) => (i % 3 === 0 ? !s.signal.aborted : (s.signal.reason as { code: string }).code === 'TOKEN_EXPIRED')))
   t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
@@ -204,6 +211,6 @@ t.test("a change's read that does not answer within half the period ends its ses
   const started = Date.now()
   await w.deliver({ kind: 'user', id: userId, revision: 2 })
   const waited = Date.now() - started
-  t.ok(waited >= 9 && waited < 200, `settled after ${waited} ms (deadline 10 ms)`)
+  t.ok(waited >= 9 && waited < 1000, `settled after ${waited} ms (deadline 10 ms)`)
   t.same(session.signal.reason, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' })
 })
