@@ -10,6 +10,8 @@ import { Session, sessionFacts, type EndReason } from './session.js'
 
 /** Ids per query when every open session is read again: a few queries, none of them huge. */
 const RECHECK_CHUNK = 5000
+/** changes remembered for the opens in flight; an open that saw more re-reads the store */
+const RECENT_CHANGES = 1024
 
 export type OpenedSession =
   | { ok: true; identity: Identity; signal: AbortSignal; close: () => void }
@@ -66,9 +68,23 @@ export function createSessions(options: SessionsOptions): Sessions {
   const expiry = createExpiry((session) => end(session, reason(denials.expired)), now)
   let open = 0
   let closing = false
-  // moved by every change and epoch: an open whose checks ran while one came re-reads the store
+  // The last changes' rows (two arrays of references: nothing allocated per change), and
+  // counters moved by every change and epoch: an open whose checks ran while a change of one
+  // of its rows came, or an epoch, or more changes than the ring holds, re-reads the store.
+  const recentKinds: Array<IndexKind | undefined> = new Array(RECENT_CHANGES)
+  const recentIds: string[] = new Array(RECENT_CHANGES)
   let changesSeen = 0
   let epochs = 0
+  function changedSince(seen: number, session: Session): boolean {
+    if (changesSeen - seen > RECENT_CHANGES) return true
+    for (let n = seen; n < changesSeen; n++) {
+      const kind = recentKinds[n % RECENT_CHANGES]
+      const id = recentIds[n % RECENT_CHANGES]
+      const bucket = kind === 'user' ? session.user : kind === 'company' ? session.company : kind === 'agent' ? session.agent : kind === 'token' ? session.jti : undefined
+      if (bucket !== undefined && bucket.id === id) return true
+    }
+    return false
+  }
 
   function end(session: Session, why: EndReason | undefined): void {
     if (!session.open) return
@@ -133,10 +149,12 @@ export function createSessions(options: SessionsOptions): Sessions {
   }
 
   bus.onChange((change) => {
-    changesSeen++
     const kind = kindOf(change)
-    if (kind === undefined) return
     const id = idOf(change)
+    recentKinds[changesSeen % RECENT_CHANGES] = kind
+    recentIds[changesSeen % RECENT_CHANGES] = id
+    changesSeen++
+    if (kind === undefined) return
     const sessions = index.of(kind, id)
     if (sessions === undefined) return
     // a revoked jti is revoked for good: nothing to read
@@ -199,8 +217,8 @@ export function createSessions(options: SessionsOptions): Sessions {
       index.add(session)
       expiry.add(session)
       open++
-      if (changesSeen !== changesBefore || epochs !== epochsBefore) {
-        // A change came while the checks ran: what they read may predate it. The session is
+      if (epochs !== epochsBefore || changedSince(changesBefore, session)) {
+        // A change of its rows came while the checks ran: what they read may predate it. The session is
         // indexed now, so any later change finds it; this read covers the ones before.
         try {
           await recheck([session])

@@ -214,3 +214,15 @@ t.test("a change's read that does not answer within half the period ends its ses
   t.ok(waited >= 9 && waited < 1000, `settled after ${waited} ms (deadline 10 ms)`)
   t.same(session.signal.reason, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' })
 })
+
+t.test("an open that raced only other rows' changes reads nothing more; past the ring's 1,024 changes it reads", async (t) => {
+  const w = world()
+  const opening = w.sessions.open(w.token().value)
+  for (let i = 0; i < 1000; i++) void w.deliver({ kind: 'user', id: randomUUID(), revision: 2 })
+  t.equal((await opening).ok, true)
+  t.same(w.reads, [], 'no read')
+  const flooded = w.sessions.open(w.token().value)
+  for (let i = 0; i < 1025; i++) void w.deliver({ kind: 'agent', id: randomUUID(), revision: 2 })
+  t.equal((await flooded).ok, true)
+  t.same(w.reads.sort(), ['agents', 'companies', 'jtis', 'users'], 'one batched re-check')
+})
