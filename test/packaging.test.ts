@@ -18,6 +18,7 @@ t.test('npm pack ships what a user runs, and nothing else', async (t) => {
   }
   const unexpected = files.filter((f) => !/^(package\.json|README\.md|LICENSE|migrations\/\d+_\w+\.sql|dist\/src\/.+\.(js|d\.ts))$/.test(f))
   t.same(unexpected, [], 'no bench, tests, sources or source maps')
+  t.same(files.filter((f) => f.startsWith('dist/src/example/')), [], 'nor the example chat server (its @fastify/websocket is a devDependency)')
 })
 
 t.test('chat-auth-gateway/client is an export of the package, and loads no server code', async (t) => {

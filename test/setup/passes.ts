@@ -18,6 +18,7 @@ const ONCE = [
   'test/bench-smoke.test.ts',
   'test/bus-lease.test.ts',
   'test/catch-up.test.ts',
+  'test/chat-example.test.ts',
   'test/clock-skew.test.ts',
   'test/compose.test.ts',
   'test/config.test.ts',
