@@ -104,6 +104,17 @@ t.test('the example chat in Chromium: messages pass; every revocation closes the
     }
   })
   const base = await example.listen({ port: 0, host: '127.0.0.1' })
+  await t.test('the stand-in backend: the gateway\'s token, its refusals passed on, bad input 400', async (t) => {
+    const issued = await example.inject({ method: 'POST', url: '/token', payload: { userId: 'carol' } })
+    t.equal(issued.statusCode, 200)
+    t.same(Object.keys(issued.json()), ['token', 'user', 'expiresAt'], 'the token, its user and expiry: never the API key')
+    t.same((await example.inject({ method: 'POST', url: '/token', payload: {} })).json(), { statusCode: 400, message: "body must have required property 'userId'", code: 'VALIDATION_ERROR' })
+    const wrongKey = await buildChatExample({ config: loadConfig({ ...env, JWT_SECRET, LOG_LEVEL: 'silent' }), gatewayUrl, keyId: tenant.keyId, keySecret: 'wrong' })
+    t.teardown(() => wrongKey.close())
+    const refused = await wrongKey.inject({ method: 'POST', url: '/token', payload: { userId: 'carol' } })
+    t.same([refused.statusCode, refused.json()], [401, { statusCode: 401, message: 'Invalid API credentials', code: 'INVALID_API_CREDENTIALS' }])
+  })
+
   const browser = await launch(t)
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 

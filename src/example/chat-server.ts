@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Logger } from 'pino'
 import type { WebSocket } from 'ws'
 import { loadConfig, type Config } from '../config.js'
+import { body, toApiError } from '../http/error-handler.js'
 import { createLogger } from '../logger.js'
 import { chatAuthPlugin, type ChatSession } from '../plugin.js'
 import { CHAT_PAGE } from './page.js'
@@ -61,6 +62,13 @@ export async function buildChatExample(options: ChatExampleOptions): Promise<Fas
       // answer with `chat`, never echo the bearer "protocol" back
       handleProtocols: (protocols) => (protocols.has('chat') ? 'chat' : false),
     },
+  })
+
+  // Bad input gets the gateway's error bodies ({statusCode, message, code}), never a 500.
+  app.setErrorHandler((error, request, reply) => {
+    const answer = toApiError(error as Error)
+    if (answer.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+    return reply.code(answer.statusCode).send(body(answer))
   })
 
   /** the sockets whose session is open: a message goes to each of them */
