@@ -65,6 +65,7 @@ export const errors = {
   rateLimited: (retryAfterSeconds: number) => new ApiError(429, 'RATE_LIMITED', 'Too many failed attempts', { 'retry-after': String(retryAfterSeconds) }),
   notFoundPath: define(404, 'ROUTE_NOT_FOUND', 'Not found'),
   unavailable: define(503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { 'retry-after': '1' }),
+  tooManyEventStreams: define(503, 'TOO_MANY_EVENT_STREAMS', 'Too many open event streams on this node', { 'retry-after': '5' }),
   internal: define(500, 'INTERNAL_ERROR', 'Internal server error'),
 }
 

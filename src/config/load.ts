@@ -57,6 +57,7 @@ function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig 
     maxHeaderSize: values.MAX_HEADER_SIZE,
     maxConnections: values.MAX_CONNECTIONS,
     maxRequestsPerSocket: values.MAX_REQUESTS_PER_SOCKET,
+    maxEventStreams: values.MAX_EVENT_STREAMS,
     authFailureLimit: values.AUTH_FAILURE_LIMIT,
     trustProxy: values.TRUST_PROXY ?? [],
   }

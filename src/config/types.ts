@@ -83,6 +83,8 @@ export interface LimitsConfig {
   maxConnections: number
   /** requests on one connection before it is closed (0: unlimited) */
   maxRequestsPerSocket: number
+  /** open event streams per node (SPEC §8.2); past it: 503 */
+  maxEventStreams: number
   /** failed credentials per minute per client address and per keyId (0: no limit) */
   authFailureLimit: number
   /** proxies whose X-Forwarded-For names the client: addresses, CIDRs, loopback/linklocal/uniquelocal */

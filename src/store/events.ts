@@ -33,6 +33,36 @@ const toEvent = (row: EventRow): EventRecord => ({ id: String(row.id), type: row
 /** The actor of an event as a statement's jsonb parameter: an API key by its public id alone, never its secret. */
 export const actorJson = (actor: Actor): string => JSON.stringify(actor.kind === 'apiKey' ? { kind: 'apiKey', keyId: actor.keyId } : { kind: 'admin' })
 
+/** An event as the stream reads it: with its company and the transaction that wrote it. */
+export interface CommittedEvent extends EventRecord {
+  companyId: string
+  /** the writing transaction's id (xid8, as text) */
+  xid: string
+}
+
+/** What one read of events committed since a cursor found. */
+export interface EventsRead {
+  /** the read's own snapshot: the cursor of the next read */
+  snapshot: string
+  /** events the cursor had not seen may have been pruned */
+  pruned: boolean
+  /** oldest id first */
+  events: CommittedEvent[]
+}
+
+interface ReadRow {
+  snapshot: string
+  pruned: boolean
+  id: BigintColumn | null
+  company_id: string | null
+  xid: string | null
+  type: string | null
+  at: Date | null
+  actor: unknown
+  subject: unknown
+  detail: unknown
+}
+
 export function eventStore(db: Db) {
   return {
     /** A company's events, newest first, with ids below `beforeId` when given. */
@@ -45,8 +75,44 @@ export function eventStore(db: Db) {
         toEvent,
       ),
 
-    /** Forgets events older than `days`; how many were forgotten. */
+    /**
+     * The events of these companies whose transactions the snapshot `after` did not see
+     * (migrations/009_event_xid.sql), only those `upTo` saw when given, and with an id above
+     * `aboveId` when given; with the read's own snapshot, in one statement.
+     */
+    eventsSince: async (companyIds: string[], after: string, upTo?: string, aboveId?: string): Promise<EventsRead> => {
+      const rows = await db.query<ReadRow>(
+        `SELECT pg_current_snapshot()::text AS snapshot,
+                EXISTS (SELECT 1 FROM event_pruned WHERE through >= pg_snapshot_xmin($2::pg_snapshot)) AS pruned,
+                e.id, e.company_id, e.xid, e.type, e.at, e.actor, e.subject, e.detail
+         FROM (SELECT) now
+         LEFT JOIN LATERAL (
+           SELECT id, company_id, xid::text AS xid, type, at, actor, subject, detail FROM event
+           WHERE company_id = ANY($1::uuid[]) AND xid >= pg_snapshot_xmin($2::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $2::pg_snapshot)
+             AND ($3::pg_snapshot IS NULL OR pg_visible_in_snapshot(xid, $3::pg_snapshot))
+             AND ($4::bigint IS NULL OR id > $4::bigint)
+           ORDER BY id) e ON true`,
+        [companyIds, after, upTo ?? null, aboveId ?? null],
+      )
+      const first = rows[0]!
+      const events = rows
+        .filter((row) => row.id !== null)
+        .map((row) => ({ ...toEvent(row as EventRow), companyId: row.company_id!, xid: row.xid! }))
+      return { snapshot: first.snapshot, pruned: first.pruned, events }
+    },
+
+    /** The store's current snapshot: a cursor that has seen every event committed so far. */
+    eventSnapshot: async (): Promise<string> => (await db.query<{ snapshot: string }>(`SELECT pg_current_snapshot()::text AS snapshot`))[0]!.snapshot,
+
+    /** Forgets events older than `days`, remembering the highest transaction id forgotten; how many were forgotten. */
     pruneEvents: (days: number): Promise<number> =>
-      count(db, `WITH gone AS (DELETE FROM event WHERE at < now() - $1::double precision * interval '1 day' RETURNING 1) SELECT count(*) AS n FROM gone`, [days]),
+      count(
+        db,
+        `WITH gone AS (DELETE FROM event WHERE at < now() - $1::double precision * interval '1 day' RETURNING xid),
+              mark AS (INSERT INTO event_pruned (through) SELECT max(xid) FROM gone HAVING count(*) > 0
+                       ON CONFLICT (only_row) DO UPDATE SET through = greatest(event_pruned.through, excluded.through))
+         SELECT count(*) AS n FROM gone`,
+        [days],
+      ),
   }
 }

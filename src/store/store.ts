@@ -10,7 +10,7 @@ import { userStore } from './users.js'
 export type { ApiKeyRecord } from './api-keys.js'
 export type { ChangesRead } from './change-log.js'
 export type { AgentRecord, CompanyRecord, CompanyTokensRevoked } from './companies.js'
-export type { EventRecord } from './events.js'
+export type { CommittedEvent, EventRecord, EventsRead } from './events.js'
 export type { TokenRevocation } from './token-revocations.js'
 export type { UserRecord } from './users.js'
 
