@@ -154,6 +154,7 @@ t.test('limits: defaults and accepted values', async (t) => {
     maxHeaderSize: 65_536,
     maxConnections: 10_000,
     maxRequestsPerSocket: 0,
+    maxEventStreams: 1000,
     authFailureLimit: 20,
     trustProxy: [],
   })

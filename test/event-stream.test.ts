@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { EventSource } from 'eventsource'
-import { createTenant, errorBody, freshPostgresDatabase, STORE, startApp, storeIndependentTest, type Tenant, type TestApp } from './support/helpers.js'
+import { createTenant, errorBody, freshPostgresDatabase, startApp, storeIndependentTest, type Tenant, type TestApp } from './support/helpers.js'
 import { startRedis } from './support/services.js'
 import { sleep, waitFor } from './support/poll.js'
 
@@ -191,8 +191,7 @@ t.test('a cursor older than the retention gets reset, then the stream goes on fr
   )
 })
 
-// PGlite pass only for now: over PostgreSQL the node's close was seen to hang past the test's timeout (open point).
-if (STORE === 'pglite') t.test('the node ends its streams when it closes', async (t) => {
+t.test('the node ends its streams when it closes', async (t) => {
   const closing = await startApp(t)
   const closingBase = await listen(closing)
   const acme = await createTenant(closing, 'Acme')

@@ -79,7 +79,8 @@ export const eventStreamRoute: FastifyPluginAsyncTypebox<EventStreamRouteOptions
       const response = reply.raw
       // An idle stream is kept open by its pings, not closed by the request timeout.
       request.raw.socket.setTimeout(0)
-      response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' })
+      // connection: close — the socket ends with the stream, so a closing node waits for no idle keep-alive.
+      response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
       response.write(': open\n\n')
       try {
         await hub.open({ companyId: key.companyId, types, resume, response })
