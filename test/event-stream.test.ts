@@ -122,6 +122,8 @@ t.test('live: each event arrives as the listing gives it; a company sees only it
     onlyDeactivations.received.map((event) => event.type),
     ['user.deactivated'],
   )
+  const afterFirst = await node.admin('GET', `/admin/v1/companies/${acme.companyId}/events?after=${encodeURIComponent(all.received[0]!.id)}`)
+  t.strictSame(afterFirst.json().events, [listed[1]], "the listing's after takes the stream's ids")
   await sleep(300)
   t.strictSame(others.received, [], 'another company sees none of them')
 })
@@ -216,11 +218,30 @@ storeIndependentTest('two transactions committed out of id order: each delivered
   await held.connect()
   t.teardown(() => held.end())
   // The held transaction takes the smaller id, the invalidation the larger, and commits first.
+  const list = async (query: string) => {
+    const answer = await pgNode.admin('GET', `/admin/v1/companies/${acme.companyId}/events${query}`)
+    t.equal(answer.statusCode, 200)
+    return answer.json() as { events: Array<{ id: string; type: string }>; next: string | null; cursor: string }
+  }
   await held.query('BEGIN')
   await held.query(`SELECT record_event($1, 'api_key.created', '{"kind":"admin"}', '{"kind":"apiKey","keyId":"held"}', '{}')`, [acme.companyId])
   await invalidateVia(pgBase, acme, alice)
   await stream.until(1)
+  // A listing read while the smaller id is still uncommitted: the tailer's old trap.
+  const whileHeld = await list('?limit=1')
+  t.strictSame(whileHeld.events.map((event) => event.type), ['tokens.invalidated'])
   await held.query('COMMIT')
+  const secondPage = await list(`?limit=1&before=${whileHeld.next}`)
+  t.strictSame(secondPage.events.map((event) => event.type), ['api_key.created'], 'the next page is read at the first page\'s snapshot')
+  t.equal(secondPage.events[0]!.id, '1', 'the key created with the tenant, not the one committed since')
+  const since = await list(`?after=${encodeURIComponent(whileHeld.cursor)}`)
+  t.strictSame(
+    since.events.map((event) => [event.type, Number(event.id) < Number(whileHeld.events[0]!.id)]),
+    [['api_key.created', true]],
+    'after the listing\'s cursor: the event committed since, though its id is smaller',
+  )
+  t.strictSame((await list(`?after=${encodeURIComponent(since.cursor)}`)).events, [], 'and then nothing')
+  t.strictSame((await list('')).events.map((event) => event.type), ['tokens.invalidated', 'api_key.created', 'api_key.created'], 'from the top: all of them, newest id first')
   await stream.until(2)
   await sleep(1500)
   t.strictSame(
@@ -256,7 +277,9 @@ storeIndependentTest('two nodes over Redis: the event of an invalidation on one 
   for (let round = 1; round <= 5; round++) {
     await invalidateVia(baseA, acme, alice)
     const answeredAt = performance.now()
-    await stream.until(round)
+    await stream.until(round).catch((error: unknown) => {
+      throw new Error(`${String(error)}; node b logged: ${b.logs.filter((line) => line.includes('"level":40') || line.includes('"level":50')).join('')}`)
+    })
     const event = stream.received[round - 1]!
     t.strictSame(event.data.detail, { newTokenVersion: round })
     t.ok(event.at < answeredAt, `round ${round}: the event arrived ${(answeredAt - event.at).toFixed(1)} ms before the answer`)

@@ -79,14 +79,19 @@ export const eventStreamRoute: FastifyPluginAsyncTypebox<EventStreamRouteOptions
       const response = reply.raw
       // An idle stream is kept open by its pings, not closed by the request timeout.
       request.raw.socket.setTimeout(0)
-      // connection: close — the socket ends with the stream, so a closing node waits for no idle keep-alive.
-      response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
-      response.write(': open\n\n')
+      const start = () => {
+        // connection: close — the socket ends with the stream, so a closing node waits for no idle keep-alive.
+        response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
+        response.write(': open\n\n')
+      }
       try {
-        await hub.open({ companyId: key.companyId, types, resume, response })
+        await hub.open({ companyId: key.companyId, types, resume, response, start })
       } catch (error) {
         request.log.warn({ err: error }, 'event stream: could not open (the client reconnects with its cursor)')
-        response.end()
+        if (response.headersSent) return void response.end()
+        const unavailable = errors.unavailable()
+        response.writeHead(unavailable.statusCode, { 'content-type': 'application/json; charset=utf-8', ...unavailable.headers, connection: 'close' })
+        response.end(JSON.stringify({ statusCode: unavailable.statusCode, message: unavailable.message, code: unavailable.code }))
       }
     },
   )

@@ -1,6 +1,6 @@
 import type { Actor } from '../domain.js'
 import type { Db } from './db.js'
-import { all, count, type BigintColumn } from './query.js'
+import { count, type BigintColumn } from './query.js'
 
 /**
  * The audit trail (SPEC §7.2, migrations/005_events.sql). An event is written by the very
@@ -65,15 +65,23 @@ interface ReadRow {
 
 export function eventStore(db: Db) {
   return {
-    /** A company's events, newest first, with ids below `beforeId` when given. */
-    listEvents: (companyId: string, limit: number, beforeId?: string): Promise<EventRecord[]> =>
-      all(
-        db,
-        `SELECT id, type, at, actor, subject, detail FROM event
-         WHERE company_id = $1 AND ($2::bigint IS NULL OR id < $2::bigint) ORDER BY id DESC LIMIT $3`,
-        [companyId, beforeId ?? null, limit],
-        toEvent,
-      ),
+    /**
+     * A company's events, newest first, with the read's snapshot; given `before` (a snapshot
+     * and an id), only the events that snapshot saw, with ids below it: the next page of a
+     * listing that began at that snapshot (migrations/009_event_xid.sql).
+     */
+    listEvents: async (companyId: string, limit: number, before?: { snapshot: string; id: string }): Promise<{ snapshot: string; events: EventRecord[] }> => {
+      const rows = await db.query<ReadRow>(
+        `SELECT pg_current_snapshot()::text AS snapshot, false AS pruned, e.id, e.company_id, e.xid, e.type, e.at, e.actor, e.subject, e.detail
+         FROM (SELECT) now
+         LEFT JOIN LATERAL (
+           SELECT id, company_id, xid::text AS xid, type, at, actor, subject, detail FROM event
+           WHERE company_id = $1 AND ($2::pg_snapshot IS NULL OR (pg_visible_in_snapshot(xid, $2::pg_snapshot) AND id < $3::bigint))
+           ORDER BY id DESC LIMIT $4) e ON true`,
+        [companyId, before?.snapshot ?? null, before?.id ?? null, limit],
+      )
+      return { snapshot: rows[0]!.snapshot, events: rows.filter((row) => row.id !== null).map((row) => toEvent(row as EventRow)) }
+    },
 
     /**
      * The events of these companies whose transactions the snapshot `after` did not see

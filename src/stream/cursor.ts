@@ -26,32 +26,6 @@ const ID_RE = /^\d{1,19}$/
 const MAC_BYTES = 16
 const MAX_CURSOR_CHARS = 8192
 
-interface Snapshot {
-  xmin: bigint
-  xmax: bigint
-  inProgress: Set<bigint>
-}
-
-function parseSnapshot(text: string): Snapshot {
-  const [xmin, xmax, xip] = text.split(':') as [string, string, string]
-  return { xmin: BigInt(xmin), xmax: BigInt(xmax), inProgress: new Set(xip === '' ? [] : xip.split(',').map(BigInt)) }
-}
-
-/** pg_visible_in_snapshot() for a committed transaction: whether the snapshot saw it. */
-export function visibleIn(snapshot: string, xid: string): boolean {
-  const { xmin, xmax, inProgress } = parseSnapshot(snapshot)
-  const x = BigInt(xid)
-  if (x < xmin) return true
-  if (x >= xmax) return false
-  return !inProgress.has(x)
-}
-
-/** Whether a subscriber at `position` has seen the event (its transaction, its id). */
-export function seenAt(position: Position, xid: string, id: string): boolean {
-  if (visibleIn(position.base, xid)) return true
-  return position.upTo !== undefined && position.id !== undefined && visibleIn(position.upTo, xid) && BigInt(id) <= BigInt(position.id)
-}
-
 const macOf = (secret: Buffer, companyId: string, payload: string) => createHmac('sha256', secret).update(`${companyId}|${payload}`).digest().subarray(0, MAC_BYTES)
 
 const payloadOf = (position: Position) => (position.upTo === undefined ? position.base : `${position.base}|${position.upTo}|${position.id}`)
@@ -61,17 +35,42 @@ export function encodeCursor(secret: Buffer, companyId: string, position: Positi
   return `${Buffer.from(payload).toString('base64url')}.${macOf(secret, companyId, payload).toString('base64url')}`
 }
 
-/** The position a cursor names, or undefined when it is not a cursor of this company. */
-export function decodeCursor(secret: Buffer, companyId: string, cursor: string): Position | undefined {
+/** The payload of a cursor MACed for this company, or undefined. */
+function verified(secret: Buffer, companyId: string, cursor: string): string | undefined {
   if (cursor.length > MAX_CURSOR_CHARS) return undefined
   const [encoded, mac, extra] = cursor.split('.')
   if (encoded === undefined || mac === undefined || extra !== undefined) return undefined
   const payload = Buffer.from(encoded, 'base64url').toString()
   const presented = Buffer.from(mac, 'base64url')
   if (presented.length !== MAC_BYTES || !timingSafeEqual(presented, macOf(secret, companyId, payload))) return undefined
+  return payload
+}
+
+/** The position a cursor names, or undefined when it is not a cursor of this company. */
+export function decodeCursor(secret: Buffer, companyId: string, cursor: string): Position | undefined {
+  const payload = verified(secret, companyId, cursor)
+  if (payload === undefined) return undefined
   const [base, upTo, id, more] = payload.split('|')
   if (base === undefined || more !== undefined || !SNAPSHOT_RE.test(base)) return undefined
   if (upTo === undefined) return { base }
   if (!SNAPSHOT_RE.test(upTo) || id === undefined || !ID_RE.test(id)) return undefined
   return { base, upTo, id }
+}
+
+/**
+ * The listing's `before` (SPEC §7.2): the snapshot of its first page and the last id shown.
+ * Every page reads that snapshot, so a walk through the pages shows exactly the events
+ * committed when it began, each once, whatever order their transactions committed in; what
+ * committed since is had from the page's `cursor` (a position, as above) with `after`.
+ */
+export function encodePageCursor(secret: Buffer, companyId: string, snapshot: string, id: string): string {
+  const payload = `before|${snapshot}|${id}`
+  return `${Buffer.from(payload).toString('base64url')}.${macOf(secret, companyId, payload).toString('base64url')}`
+}
+
+export function decodePageCursor(secret: Buffer, companyId: string, cursor: string): { snapshot: string; id: string } | undefined {
+  const payload = verified(secret, companyId, cursor)
+  const [kind, snapshot, id, more] = payload?.split('|') ?? []
+  if (kind !== 'before' || snapshot === undefined || !SNAPSHOT_RE.test(snapshot) || id === undefined || !ID_RE.test(id) || more !== undefined) return undefined
+  return { snapshot, id }
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { CommittedEvent, EventsRead } from '../store/store.js'
-import { encodeCursor, seenAt, type Position } from './cursor.js'
+import { encodeCursor, type Position } from './cursor.js'
+import { eventsAfter } from './backlog.js'
 
 /**
  * The node's event streams (SPEC §8.2): one hub per node, one cursor (a store snapshot) for
@@ -39,6 +40,8 @@ export interface Subscription {
   /** the client's cursor: a position, 'reset' (not one of this company's), or undefined (from now) */
   resume: Position | 'reset' | undefined
   response: ServerResponse
+  /** writes the stream's headers: called once its starting point is fixed, so what commits after the client sees them reaches it */
+  start(): void
 }
 
 interface Member extends Subscription {
@@ -135,14 +138,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
 
   /** The events after the client's cursor up to the hub's, or reset when they cannot all be had. */
   async function backlog(member: Member, resume: Position, upTo: string): Promise<void> {
-    const { companyId } = member
-    // The rest of the read the client was in (events its `upTo` saw past its id), then what came after.
-    const rest = resume.upTo === undefined ? undefined : await store.eventsSince([companyId], resume.base, resume.upTo, resume.id)
-    const after = resume.upTo ?? resume.base
-    const next = await store.eventsSince([companyId], after, upTo)
-    if (rest?.pruned || next.pruned) return write(member, 'event: reset\ndata: {}\n\n')
-    for (const event of rest?.events ?? []) send(member, event, { base: resume.base, upTo: resume.upTo!, id: event.id })
-    for (const event of next.events) send(member, event, { base: after, upTo, id: event.id })
+    const found = await eventsAfter(store.eventsSince, member.companyId, resume, upTo)
+    if (found.pruned) return write(member, 'event: reset\ndata: {}\n\n')
+    for (const { event, position } of found.events) send(member, event, position)
   }
 
   const pollTimer = setInterval(() => {
@@ -166,9 +164,10 @@ export function createEventHub(options: EventHubOptions): EventHub {
         const member: Member = { ...subscription, secret: await options.cursorSecret() }
         await serialize(async () => {
           await readNew()
-          // The node closed while this stream joined: end it as close() ended the others.
-          if (closed) return void subscription.response.end()
+          // The node closed while this stream joined: it is refused (503), as a new one would be.
+          if (closed) throw new Error('the node is closing')
           if (subscription.response.destroyed) return
+          subscription.start()
           if (subscription.resume === 'reset') write(member, 'event: reset\ndata: {}\n\n')
           else if (subscription.resume !== undefined) await backlog(member, subscription.resume, cursor!)
           members.add(member)
@@ -179,7 +178,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
       }
     },
     onChange() {
-      if (members.size === 0) return undefined
+      // A stream joining counts: its start may predate this change's commit.
+      if (members.size === 0 && reserved === 0) return undefined
       return refresh().catch((error: unknown) => logger.warn({ err: error }, 'event stream: could not read the events of a change'))
     },
     size: () => members.size + reserved,

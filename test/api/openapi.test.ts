@@ -159,7 +159,7 @@ t.test('each SPEC endpoint: request body, answer, error bodies, and the admin be
   }
   t.same(operation('GET', '/rest/v1/auth/verify')?.security, [{ chatToken: [] }], 'verify takes the issued JWT as a bearer token')
   const events = operation('GET', '/admin/v1/companies/:companyId/events') as (Operation & { parameters?: Array<{ in: string; name: string }> }) | undefined
-  t.same(events?.parameters?.filter((p) => p.in === 'query').map((p) => p.name).sort(), ['before', 'limit'], 'the events listing names its query parameters')
+  t.same(events?.parameters?.filter((p) => p.in === 'query').map((p) => p.name).sort(), ['after', 'before', 'limit'], 'the events listing names its query parameters')
 })
 
 t.test('the description routes answer without credentials; the reference page is HTML', async (t) => {

@@ -1,4 +1,3 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AdminServices } from './index.js'
@@ -6,6 +5,9 @@ import { errors } from '../../errors.js'
 import { canonicalUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
 import type { EventRecord } from '../../store/store.js'
+import { cursorSecretOf } from '../../stream/cursor-secret.js'
+import { decodeCursor, decodePageCursor, encodeCursor, encodePageCursor } from '../../stream/cursor.js'
+import { eventsAfter } from '../../stream/backlog.js'
 
 /** SPEC §7.2: every type an event can have (see migrations/005_events.sql). */
 const EventType = Type.Union([
@@ -44,13 +46,15 @@ const Event = Type.Object({
 
 const EventPage = Type.Object({
   events: Type.Array(Event),
-  next: Type.Union([Type.String(), Type.Null()], { description: 'pass as `before` for the next (older) page; null at the end' }),
+  next: Type.Union([Type.String(), Type.Null()], { description: 'pass as `before` for the next (older) page; null at the end, and with `after`' }),
+  cursor: Type.String({ description: 'pass as `after` for the events committed since this answer (the same cursor as the event stream\'s `id:`)' }),
 })
 
 const EventQuery = Type.Object(
   {
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: '1 to 500, default 100' })),
-    before: Type.Optional(Text(64)),
+    before: Type.Optional(Text(8192)),
+    after: Type.Optional(Text(8192, 0)),
   },
   { additionalProperties: false },
 )
@@ -58,32 +62,8 @@ const EventQuery = Type.Object(
 const DEFAULT_LIMIT = 100
 const MAX_LIMIT = 500
 
-// Opaque to callers and bound to one company: a version byte, the last id of the page and a
-// MAC over (company, id) with a secret kept in the store, so every node of a deployment reads
-// the cursors of every other, and a cursor of another company or a hand-made one is refused.
-const CURSOR_VERSION = 2
-const MAC_BYTES = 16
-const CURSOR_BYTES = 1 + 8 + MAC_BYTES
-const CURSOR_SECRET_NAME = 'event-cursor-hmac'
-const BAD_CURSOR = 'before must be a cursor returned as next by this listing'
-
-const macOf = (secret: Buffer, companyId: string, id: bigint) => createHmac('sha256', secret).update(`${companyId}.${id}`).digest().subarray(0, MAC_BYTES)
-
-function cursorOf(secret: Buffer, companyId: string, id: string): string {
-  const cursor = Buffer.alloc(CURSOR_BYTES)
-  cursor.writeUInt8(CURSOR_VERSION, 0)
-  cursor.writeBigInt64BE(BigInt(id), 1)
-  macOf(secret, companyId, BigInt(id)).copy(cursor, 9)
-  return cursor.toString('base64url')
-}
-
-function idOfCursor(secret: Buffer, companyId: string, cursor: string): string {
-  const bytes = Buffer.from(cursor, 'base64url')
-  if (bytes.length !== CURSOR_BYTES || bytes.toString('base64url') !== cursor || bytes.readUInt8(0) !== CURSOR_VERSION) throw errors.validation(BAD_CURSOR)
-  const id = bytes.readBigInt64BE(1)
-  if (id < 1n || !timingSafeEqual(bytes.subarray(9), macOf(secret, companyId, id))) throw errors.validation(BAD_CURSOR)
-  return String(id)
-}
+const BAD_BEFORE = 'before must be a cursor returned as next by this listing'
+const BAD_AFTER = 'after must be a cursor returned as cursor by this listing, or an id of the event stream, and not older than the retention'
 
 function limitOf(text: string | undefined): number {
   if (text === undefined) return DEFAULT_LIMIT
@@ -95,20 +75,13 @@ function limitOf(text: string | undefined): number {
 // The store writes only these shapes (store.ts); the response schema drops anything else.
 const eventBody = (event: EventRecord) => ({ ...event, at: event.at.toISOString() }) as Static<typeof Event>
 
-/** SPEC §7.2: a company's audit trail, newest first, a page at a time. */
+/**
+ * SPEC §7.2: a company's audit trail, newest first, a page at a time, every page read at the
+ * first page's snapshot; or, with `after`, what committed since a cursor, oldest first (in
+ * commit order, as the event stream gives it: stream/cursor.ts).
+ */
 export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
-  // Read on first use, not at registration: a node boots while its store is away.
-  let secret: Promise<Buffer> | undefined
-  const cursorSecret = (): Promise<Buffer> => {
-    secret ??= store.getOrCreateSecret(CURSOR_SECRET_NAME, randomBytes(32).toString('base64url')).then(
-      (value) => Buffer.from(value, 'base64url'),
-      (error: unknown) => {
-        secret = undefined
-        throw error
-      },
-    )
-    return secret
-  }
+  const cursorSecret = cursorSecretOf(store)
   fastify.get(
     '/companies/:companyId/events',
     { schema: { params: Type.Object({ companyId: Type.String() }), querystring: EventQuery, response: { 200: EventPage, ...errorResponses(400, 401, 404) } } },
@@ -117,11 +90,28 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fast
       if (companyId === undefined || (await store.getCompany(companyId)) === undefined) throw errors.notFound('Company')
       const limit = limitOf(request.query.limit)
       const key = await cursorSecret()
-      const before = request.query.before === undefined ? undefined : idOfCursor(key, companyId, request.query.before)
+      const { before, after } = request.query
+      if (before !== undefined && after !== undefined) throw errors.validation('before and after cannot be used together')
+      if (after !== undefined) {
+        const from = decodeCursor(key, companyId, after)
+        const found = from === undefined ? undefined : await eventsAfter(store.eventsSince, companyId, from)
+        if (found === undefined || found.pruned) throw errors.validation(BAD_AFTER)
+        const page = found.events.slice(0, limit)
+        const last = page.at(-1)
+        const cursor = found.events.length > limit && last !== undefined ? last.position : { base: found.end }
+        return { events: page.map(({ event }) => eventBody(event)), next: null, cursor: encodeCursor(key, companyId, cursor) }
+      }
+      const from = before === undefined ? undefined : decodePageCursor(key, companyId, before)
+      if (before !== undefined && from === undefined) throw errors.validation(BAD_BEFORE)
       // One more than asked: whether there is a next page, without a count.
-      const rows = await store.listEvents(companyId, limit + 1, before)
-      const page = rows.slice(0, limit)
-      return { events: page.map(eventBody), next: rows.length > limit ? cursorOf(key, companyId, page.at(-1)!.id) : null }
+      const read = await store.listEvents(companyId, limit + 1, from)
+      const snapshot = from?.snapshot ?? read.snapshot
+      const page = read.events.slice(0, limit)
+      return {
+        events: page.map(eventBody),
+        next: read.events.length > limit ? encodePageCursor(key, companyId, snapshot, page.at(-1)!.id) : null,
+        cursor: encodeCursor(key, companyId, { base: snapshot }),
+      }
     },
   )
 }
