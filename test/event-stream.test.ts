@@ -85,6 +85,13 @@ t.test('an unknown type in types= is a 400 VALIDATION_ERROR', async (t) => {
   t.strictSame(await answer.json(), errorBody(400, 'types: unknown event type "nope"', 'VALIDATION_ERROR'))
 })
 
+t.test('the API description has the stream: its parameters and a text/event-stream answer', async (t) => {
+  const operation = (await node.inject({ method: 'GET', url: '/openapi.json' })).json().paths['/rest/v1/auth/events'].get
+  t.strictSame(operation.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), ['query:after', 'query:types'])
+  t.strictSame(Object.keys(operation.responses['200'].content), ['text/event-stream'])
+  t.strictSame(Object.keys(operation.responses).sort(), ['200', '400', '401', '429', '503'])
+})
+
 t.test('past MAX_EVENT_STREAMS: 503 with Retry-After; a place comes back when a stream closes', async (t) => {
   const small = await startApp(t, { MAX_EVENT_STREAMS: '2' })
   const smallBase = await listen(small)

@@ -51,9 +51,7 @@ interface Member extends Subscription {
 export interface EventHub {
   /** takes a place for a stream, or false when the node has MAX_EVENT_STREAMS open */
   reserve(): boolean
-  /** a reserved stream that did not open after all */
-  release(): void
-  /** writes the backlog, then live events, until the response closes; rejects if the store cannot answer */
+  /** with a place reserved (and given back here): writes the backlog, then live events, until the response closes; rejects if the store cannot answer */
   open(subscription: Subscription): Promise<void>
   /** the bus's change handler: undefined (nothing to do) while no stream is open */
   onChange(): Promise<void> | undefined
@@ -155,9 +153,6 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (closed || members.size + reserved >= maxStreams) return false
       reserved++
       return true
-    },
-    release() {
-      reserved--
     },
     async open(subscription) {
       try {
