@@ -78,6 +78,17 @@ t.test('bad credentials: 401 with the SPEC body, however they are wrong', async 
   }
 })
 
+t.test('failed credentials count towards AUTH_FAILURE_LIMIT: past it, 429 even with the right key', async (t) => {
+  const limited = await startApp(t, { AUTH_FAILURE_LIMIT: '2' })
+  const limitedBase = await listen(limited)
+  const acme = await createTenant(limited, 'Acme')
+  for (let attempt = 0; attempt < 2; attempt++) t.equal((await streamCall(limitedBase, { authorization: basic({ keyId: acme.keyId, keySecret: 'wrong' }) })).status, 401)
+  const blocked = await streamCall(limitedBase, { authorization: basic(acme) })
+  t.equal(blocked.status, 429)
+  t.ok(Number(blocked.headers.get('retry-after')) > 0)
+  t.strictSame(await blocked.json(), errorBody(429, 'Too many failed attempts', 'RATE_LIMITED'))
+})
+
 t.test('an unknown type in types= is a 400 VALIDATION_ERROR', async (t) => {
   const acme = await createTenant(node, 'Acme')
   const answer = await streamCall(base, { authorization: basic(acme) }, '?types=tokens.invalidated,nope')
