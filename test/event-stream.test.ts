@@ -101,6 +101,7 @@ t.test('the API description has the stream: its parameters and a text/event-stre
   t.strictSame(operation.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), ['query:after', 'query:types'])
   t.strictSame(Object.keys(operation.responses['200'].content), ['text/event-stream'])
   t.strictSame(Object.keys(operation.responses).sort(), ['200', '400', '401', '429', '503'])
+  t.strictSame(operation.security, [{ apiKeyBasic: [] }], 'the API key as HTTP Basic')
 })
 
 t.test('past MAX_EVENT_STREAMS: 503 with Retry-After; a place comes back when a stream closes', async (t) => {

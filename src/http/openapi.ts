@@ -10,6 +10,7 @@ export const DOCS_PATH = '/docs'
 
 const ADMIN_PREFIX = '/admin/v1/'
 const VERIFY_PATH = '/rest/v1/auth/verify'
+const EVENTS_PATH = '/rest/v1/auth/events'
 
 /** What each endpoint does, for the reference page; keyed by `METHOD url` as the route is registered. */
 const OPERATIONS: Record<string, { summary: string; description?: string }> = {
@@ -31,6 +32,11 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
     summary: 'Verify a bearer token',
     description:
       'Listed as GET, but every method is accepted and answers the same, as does any path below `/rest/v1/auth/verify/` (for nginx `auth_request`, Envoy `ext_authz`, Traefik ForwardAuth); a request body is never read. Answers only 200 (allow, with `x-auth-*` identity headers), 401 (deny, with `WWW-Authenticate`) or 503 (cannot decide).',
+  },
+  [`GET ${EVENTS_PATH}`]: {
+    summary: "Stream the company's events (Server-Sent Events)",
+    description:
+      "Authenticated by an API key of the company as HTTP Basic (`keyId:keySecret`). The company's events, oldest first, then live: an event that ends sessions is written before the node acknowledges its change. Resume with `Last-Event-ID` (or `after`): every event committed since, once, in commit order; a cursor too old or not of this company gets `event: reset`. At most MAX_EVENT_STREAMS per node (then 503).",
   },
   'GET /healthz': { summary: 'Liveness: the process answers' },
   'GET /readyz': { summary: 'Readiness: the database answers and the node can vouch for its cache' },
@@ -89,6 +95,7 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
         securitySchemes: {
           adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment' },
           chatToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token issued by POST /rest/v1/auth/token' },
+          apiKeyBasic: { type: 'http', scheme: 'basic', description: 'An API key of the company: keyId as the user name, keySecret as the password' },
         },
       },
     },
@@ -113,7 +120,7 @@ function describe(schema: RouteSchema, url: string, method: string | string[]): 
     ...schema,
     ...operation,
     tags: [isAdmin ? 'admin' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
-    ...(isAdmin ? { security: [{ adminToken: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : {}),
+    ...(isAdmin ? { security: [{ adminToken: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH ? { security: [{ apiKeyBasic: [] }] } : {}),
     response: { ...errors, ...described(schema.response ?? { 200: {} }) },
   }
 }
