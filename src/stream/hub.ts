@@ -175,7 +175,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
     onChange() {
       // A stream joining counts: its start may predate this change's commit.
       if (members.size === 0 && reserved === 0) return undefined
-      return refresh().catch((error: unknown) => logger.warn({ err: error }, 'event stream: could not read the events of a change'))
+      // A failed read is not acknowledged: the writer then waits out this node's lease, as for a node that cannot vouch.
+      return refresh().catch((error: unknown) => {
+        logger.warn({ err: error }, 'event stream: could not read the events of a change')
+        throw error
+      })
     },
     size: () => members.size + reserved,
     close() {
