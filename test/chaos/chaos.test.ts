@@ -5,23 +5,33 @@ import { createScratchDatabase } from '../support/databases.js'
 import { call, setupCompany } from '../support/http-client.js'
 import { sleep, waitFor } from '../support/poll.js'
 import { fileURLToPath } from 'node:url'
-import { ADMIN_TOKEN, JWT_SECRET } from '../support/constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from '../support/constants.js'
 import { forgeHs256, hs256Kid } from '../support/helpers.js'
 import { freePort } from '../support/ports.js'
-import { spawnNode, startGatewayProcess, waitUntilServing, type GatewayProcess as NodeProcess } from '../support/processes.js'
+import { spawnNode, waitUntilServing, type GatewayProcess as NodeProcess } from '../support/processes.js'
 import { startPostgres, startRedis, startSentinelSet, type PostgresServer, type RedisServer, type SentinelSet } from '../support/services.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
-/** The mutant runs' nodes: `chat-auth serve`, less one defence (lib/mutants.mjs). */
-const MUTANT_NODE_HOST = fileURLToPath(new URL('./lib/mutant-node-host.mjs', import.meta.url))
-type Mutant = 'no-epoch-flush' | 'catch-up-skips-window' | 'no-primary-check' | 'catch-up-ignores-revoked-tokens' | 'subscribed-reads-skip' | 'rebuild-misses-arrivals' | 'retention-ignores-skew'
+/** Every run's nodes: `chat-auth serve`'s, with test-only session routes, and in a mutant run less one defence (lib/mutants.mjs). */
+const NODE_HOST = fileURLToPath(new URL('./lib/node-host.mjs', import.meta.url))
+type Mutant =
+  | 'no-epoch-flush'
+  | 'catch-up-skips-window'
+  | 'no-primary-check'
+  | 'catch-up-ignores-revoked-tokens'
+  | 'subscribed-reads-skip'
+  | 'rebuild-misses-arrivals'
+  | 'retention-ignores-skew'
+  | 'acks-before-sessions'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
   const clock = options.clockOffset !== undefined ? { clockOffset: options.clockOffset } : {}
-  if (!options.mutant) return startGatewayProcess(env, { name, ...clock })
   const port = await freePort()
-  const proc = spawnNode(MUTANT_NODE_HOST, { name, args: [options.mutant], ...clock, env: { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ADMIN_TOKEN, JWT_SECRET, ...env } })
+  // The safe runs' nodes get the environment startGatewayProcess gives `chat-auth serve`; the mutant runs' theirs as before.
+  const served = options.mutant ? {} : { CACHE_SIZE: TEST_CACHE_SIZE, KEEP_ALIVE_TIMEOUT: '3' }
+  const base = { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...served, ADMIN_TOKEN, JWT_SECRET }
+  const proc = spawnNode(NODE_HOST, { name, args: options.mutant ? [options.mutant] : [], ...clock, env: { ...base, ...env } })
   const url = `http://127.0.0.1:${port}`
   await waitUntilServing(proc, `${url}/readyz`)
   return { ...proc, port, url }
@@ -42,13 +52,18 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * - a token version lower than a version whose invalidation had answered;
  * - a token whose revoke-token had answered;
  * - a token of the second company whose issuing answered before a company revoke-tokens
- *   began, and that revoke had answered.
+ *   began, and that revoke had answered;
+ * - a session (SPEC §8.1, held on a node through node-host.mjs's test-only routes) still
+ *   open when asked right after the invalidation, revoke-token or company revoke-tokens that
+ *   ends it answered 200 — or, if a fault was near (the node may not have acknowledged),
+ *   still open a lease + 1 s later, the README's bound.
  *
  * Then once per mutant (lib/mutants.mjs), each with one defence taken out of the node's
  * injected parts (no flush and no catch-up on reconnect; a catch-up that skips what was
  * committed while the channel was lost; a catch-up that leaves out the tokens revoked
  * meanwhile; reads of the change log while subscribed that drop what they read; revocations
- * kept until exp + JWT_CLOCK_TOLERANCE only, leaving out MAX_CLOCK_SKEW): the checker must
+ * kept until exp + JWT_CLOCK_TOLERANCE only, leaving out MAX_CLOCK_SKEW; nodes that acknowledge a
+ * change before aborting the sessions it ends): the checker must
  * find violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
@@ -76,6 +91,30 @@ const REVOKE_AROUND_EXP_MS = 2000
 const PRESENT_PAST_EXP_MS = 2500
 const PRESENT_EVERY_MS = 150
 const CLOCK_USERS = 10
+/** Share of new latest tokens (after an invalidation), of tokens revoked alone and of second-company tokens held open as a session on every node. */
+const SESSION_SHARE = 0.3
+/** README "Closing connections on revocation": a node that did not acknowledge aborts within a lease plus a store read of the 200. */
+const SESSION_BOUND_MS = LEASE_MS + 1000
+
+/** A session held open on a node (node-host.mjs's /chaos/sessions), once its open answered. */
+interface HeldSession {
+  node: number
+  id: string
+  openedEnd: number
+  /** a change that ends it answered 200: it was checked then */
+  ended: boolean
+}
+
+/** One ended session's checks: open when asked right after the 200 (undefined: could not ask), and after the bound. */
+interface SessionFinding {
+  node: number
+  what: string
+  end: number
+  openAtAnswer: boolean | undefined
+  /** how long after the 200 the node's answer came back (the check is only as strict as this is short) */
+  askedIn: number
+  openAfterBound?: boolean | undefined
+}
 
 interface Scenario {
   redis: RedisServer
@@ -269,6 +308,8 @@ const MUTANT_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]
  * so each fault shows about one violation: 2 to 11 in six runs of 8 faults. Hence 16.
  */
 const HALF_OPEN_FAULTS = Array.from({ length: 16 }, () => FAULTS[1]!)
+/** `acks-before-sessions` needs no fault (every node acknowledges too early): one, for a short run. */
+const SESSION_MUTANT_FAULTS = [FAULTS[0]!]
 /** Mutants whose violations are mostly tokens revoked alone (the same short life, so the same long fault list). */
 const JTI_ONLY_MUTANTS = new Set<Mutant>(['subscribed-reads-skip', 'catch-up-ignores-revoked-tokens'])
 /** Mutants whose violations are tokens revoked alone, whatever the faults: the ordinary list, the same token mix. */
@@ -285,11 +326,20 @@ interface Result {
   companyRevocationsOk: number
   faults: number
   violations: number
-  /** violations by kind: an older token version, a revoked jti, a company-wide revoke */
-  byKind: { version: number; jti: number; company: number }
+  /** violations by kind: an older token version, a revoked jti, a company-wide revoke, an open session */
+  byKind: { version: number; jti: number; company: number; session: number }
+  /** sessions held on the nodes: opened, ended by a change that answered 200, checked right after it, violations (open at the answer with no fault near, or after the bound) */
+  sessions: { opened: number; refused: number; ended: number; checked: number; openNearFault: number; strictViolations: number; boundViolations: number; unchecked: number }
   rate503During: number
   rate503After: number
   examples: string[]
+}
+
+/** median and max, in ms */
+const quantiles = (values: number[]) => {
+  if (!values.length) return '-'
+  const sorted = [...values].sort((a, b) => a - b)
+  return `median ${sorted[sorted.length >> 1]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms`
 }
 
 const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!
@@ -325,9 +375,66 @@ async function drive<S extends Driven>(
   const second = await setupCompany(nodes[0]!, 'Revoked Co')
   const secondCreds = { keyId: second.keyId, keySecret: second.keySecret }
   const companyTokens: Array<{ token: string; issuedEnd: number }> = []
+  // Sessions (SPEC §8.1) held open on the nodes: a change that ends some answers 200, and every
+  // node holding one is asked at once whether it is still open.
+  /** new sessions are opened until the load stops */
+  let holding = true
+  let sessionsOpened = 0
+  let sessionsRefused = 0
+  const refusedCodes = new Map<string, number>()
+  const userSessions = new Map<number, Array<HeldSession & { version: number }>>()
+  const companySessions: Array<HeldSession & { issuedEnd: number }> = []
+  const sessionFindings: SessionFinding[] = []
+  const sessionChecks: Array<Promise<void>> = []
+  const openEverywhere = async (token: string): Promise<HeldSession[]> => {
+    const answers = await Promise.all(nodes.map((url) => call(url, 'POST', '/chaos/sessions', { token }).catch(() => undefined)))
+    const openedEnd = now()
+    const held: HeldSession[] = []
+    for (const [node, answer] of answers.entries()) {
+      if (answer?.status === 200 && typeof answer.body.id === 'string') {
+        sessionsOpened++
+        held.push({ node, id: answer.body.id, openedEnd, ended: false })
+      } else {
+        sessionsRefused++
+        const code = answer === undefined ? 'no answer' : String(answer.body?.refused ?? answer.status)
+        refusedCodes.set(code, (refusedCodes.get(code) ?? 0) + 1)
+      }
+    }
+    return held
+  }
+  const statusOf = async (node: number, ids: string[]): Promise<boolean[] | undefined> => {
+    const answer = await call(nodes[node]!, 'POST', '/chaos/sessions/status', { ids }).catch(() => undefined)
+    if (answer?.status !== 200) return undefined
+    return (answer.body.sessions as Array<{ open: boolean }>).map((x) => x.open)
+  }
+  const checkEnded = (ended: HeldSession[], end: number, what: string) => {
+    for (const session of ended) session.ended = true
+    for (const node of [0, 1, 2]) {
+      const list = ended.filter((x) => x.node === node)
+      if (!list.length) continue
+      sessionChecks.push(
+        (async () => {
+          const first = await statusOf(node, list.map((x) => x.id))
+          const askedIn = now() - end
+          const findings = list.map((_, k): SessionFinding => ({ node, what, end, openAtAnswer: first?.[k], askedIn }))
+          sessionFindings.push(...findings)
+          // Open (or not asked): asked again once the README's bound for a node that did not acknowledge passed.
+          const again = findings.flatMap((f, k) => (f.openAtAnswer === false ? [] : [k]))
+          if (!again.length) return
+          await sleep(SESSION_BOUND_MS)
+          const second = await statusOf(node, again.map((k) => list[k]!.id))
+          for (const [j, k] of again.entries()) findings[k]!.openAfterBound = second?.[j]
+        })(),
+      )
+    }
+  }
+
   const fetchCompanyToken = async (i: number) => {
     const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...secondCreds, userId: `member-${i}` }).catch(() => undefined)
-    if (answer?.status === 200) companyTokens[i] = { token: answer.body.token, issuedEnd: now() }
+    if (answer?.status !== 200) return
+    const issuedEnd = now()
+    companyTokens[i] = { token: answer.body.token, issuedEnd }
+    if (holding && Math.random() < SESSION_SHARE) for (const held of await openEverywhere(answer.body.token)) companySessions.push({ ...held, issuedEnd })
   }
   for (let i = 0; i < COMPANY_USERS; i++) {
     await fetchCompanyToken(i)
@@ -424,7 +531,16 @@ async function drive<S extends Driven>(
     writes.push({ start, end, status: answer?.status ?? 0 })
     if (answer?.status === 200) {
       invalidations.push({ user, version: answer.body.newTokenVersion, end })
+      const held = userSessions.get(user) ?? []
+      const ended = held.filter((x) => !x.ended && x.version < answer.body.newTokenVersion && x.openedEnd < end)
+      if (ended.length) checkEnded(ended, end, `invalidation of user-${user} (v${answer.body.newTokenVersion})`)
+      userSessions.set(user, held.filter((x) => !x.ended))
       await fetchToken(user)
+      const u = users[user]!
+      if (holding && Math.random() < SESSION_SHARE) {
+        const version = u.latest
+        for (const session of await openEverywhere(u.tokens.get(version)!)) userSessions.get(user)!.push({ ...session, version })
+      }
     }
   }
 
@@ -434,9 +550,11 @@ async function drive<S extends Driven>(
     tokenRevocationsTried++
     const issued = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${user}` }).catch(() => undefined)
     if (issued?.status !== 200) return
+    const held = holding && Math.random() < SESSION_SHARE ? await openEverywhere(issued.body.token) : []
     const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/revoke-token', { ...creds, token: issued.body.token }).catch(() => undefined)
     const end = now()
     if (answer?.status !== 200) return
+    if (held.length) checkEnded(held, end, `revoke-token of a token of user-${user}`)
     tokenRevocationsOk++
     revokedTokens.push({ user, version: tokenVersion(issued.body.token), token: issued.body.token, end })
     if (revokedTokens.length > revokedKept) revokedTokens.shift()
@@ -478,6 +596,9 @@ async function drive<S extends Driven>(
       const end = now()
       if (answer?.status !== 200) return
       companyRevocations.push({ start, end })
+      const ended = companySessions.filter((x) => !x.ended && x.issuedEnd < start && x.openedEnd < end)
+      if (ended.length) checkEnded(ended, end, 'revoke-tokens of the second company')
+      companySessions.splice(0, companySessions.length, ...companySessions.filter((x) => !x.ended))
       await Promise.all(Array.from({ length: COMPANY_USERS }, (_, i) => fetchCompanyToken(i)))
     } finally {
       companyRevoking = false
@@ -565,9 +686,11 @@ async function drive<S extends Driven>(
   }
   await sleep(2000)
   running = false
+  holding = false
   await load
   await sampler
   await waitFor('requests in flight to finish', () => inFlight + expiringInFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
+  await Promise.all(sessionChecks)
   const loadSeconds = (now() - loadStarted) / 1000
 
   // ── the checker ──
@@ -596,7 +719,7 @@ async function drive<S extends Driven>(
     return fault ? ` (near fault: ${fault.name})` : ''
   }
   let violations = 0
-  const byKind = { version: 0, jti: 0, company: 0 }
+  const byKind = { version: 0, jti: 0, company: 0, session: 0 }
   const examples: string[] = []
   const at = (time: number) => `${((time - loadStarted) / 1000).toFixed(3)} s`
   // The company revokes that had answered before `start`, by answer time: the latest one
@@ -647,6 +770,27 @@ async function drive<S extends Driven>(
       }
     }
   }
+  // Sessions: one still open when asked right after the 200 that ended it is a violation,
+  // unless a fault was near (its node may not have acknowledged: the writer answered without
+  // it); then only if still open once the README's bound passed.
+  const sessionCounts = { opened: sessionsOpened, refused: sessionsRefused, ended: sessionFindings.length, checked: 0, openNearFault: 0, strictViolations: 0, boundViolations: 0, unchecked: 0 }
+  for (const f of sessionFindings) {
+    if (f.openAtAnswer !== undefined) sessionCounts.checked++
+    const near = nearFault(f.end)
+    let violation: string | undefined
+    if (f.openAtAnswer === true && !near) {
+      sessionCounts.strictViolations++
+      violation = `a session on node-${f.node} was still open right after the ${f.what} answered 200 at ${at(f.end)}`
+    } else if (f.openAfterBound === true) {
+      sessionCounts.boundViolations++
+      violation = `a session on node-${f.node} was still open ${SESSION_BOUND_MS} ms after the ${f.what} answered 200 at ${at(f.end)}${near}`
+    } else if (f.openAtAnswer === true) sessionCounts.openNearFault++
+    if (f.openAtAnswer !== false && f.openAfterBound === undefined && violation === undefined) sessionCounts.unchecked++
+    if (violation === undefined) continue
+    violations++
+    byKind.session++
+    if (examples.length < 10) examples.push(violation)
+  }
   const inWindow = (v: Verification) => windows.some((w) => v.start >= w.start && v.start <= w.end)
   const rate503 = (list: Verification[]) => (list.length ? list.filter((v) => v.status === 503).length / list.length : 0)
   const during = verifications.filter(inWindow)
@@ -682,8 +826,13 @@ async function drive<S extends Driven>(
     log(line)
   }
   log(`503 rate: ${(rate503(during) * 100).toFixed(2)}% during faults (${during.length} verifications), ${(rate503(after) * 100).toFixed(2)}% outside them (${after.length})`)
+  log(
+    `sessions: ${sessionCounts.opened} opened (${sessionCounts.refused} refused), ${sessionCounts.ended} ended by a change that answered 200, ${sessionCounts.checked} checked right after it; ` +
+      `refused: ${[...refusedCodes].map(([code, n]) => `${code} ${n}`).join(', ') || 'none'}; answers to the check came ${quantiles(sessionFindings.map((f) => f.askedIn))} after the 200; ` +
+      `open then near a fault ${sessionCounts.openNearFault}, violations: ${sessionCounts.strictViolations} open at the answer with no fault near, ${sessionCounts.boundViolations} open after the bound (${SESSION_BOUND_MS} ms); ${sessionCounts.unchecked} could not be asked`,
+  )
   for (const example of examples) log(`  violation: ${example}`)
-  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company})`)
+  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company}, open session ${byKind.session})`)
   return {
     verifications: verifications.length,
     accepted,
@@ -693,6 +842,7 @@ async function drive<S extends Driven>(
     expiringRevocationsOk,
     companyRevocationsOk: companyRevocations.length,
     byKind,
+    sessions: sessionCounts,
     faults: windows.length,
     violations,
     rate503During: rate503(during),
@@ -724,6 +874,8 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   t.ok(result.invalidationsOk > 100 && result.accepted > 1000, 'the load did run')
   t.ok(result.tokenRevocationsOk > 50 && result.companyRevocationsOk > 5, 'revocations did run')
   t.ok(result.expiringRevocationsOk > 50, `revocations of tokens near their exp did run (${result.expiringRevocationsOk})`)
+  t.ok(result.sessions.checked > 50, `sessions ended by revocations were checked (${result.sessions.checked})`)
+  t.equal(result.byKind.session, 0, `sessions still open after the revocation that ended them answered: ${result.byKind.session}`)
   t.equal(result.violations, 0, `violations: ${result.violations}`)
   const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
   for (const [i, m] of metrics.entries()) {
@@ -749,16 +901,18 @@ for (const [mutant, what] of [
   ['subscribed-reads-skip', 'with reads of the change log while subscribed that drop what they read'],
   ['rebuild-misses-arrivals', 'with a revocation filter that misses what arrives while it loads'],
   ['retention-ignores-skew', 'with revocations kept until exp + JWT_CLOCK_TOLERANCE only (MAX_CLOCK_SKEW left out)'],
+  ['acks-before-sessions', 'with nodes that acknowledge a change before aborting the sessions it ends'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
     // A jti-only mutant's revoked tokens are accepted only until their user's next invalidation:
     // present the latest ones more often, so that a missed one is seen within that time.
-    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : MUTANT_FAULTS
+    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
     const result = await drive(s, selected(faults), (line) => t.comment(line), JTI_MIX_MUTANTS.has(mutant) ? { revokedShare: 0.4, revokedKept: 40 } : {})
     t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals' || mutant === 'retention-ignores-skew') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
+    else if (mutant === 'acks-before-sessions') t.ok(result.sessions.strictViolations > 0, `the checker finds sessions still open right after the 200, on nodes with no fault near (${result.sessions.strictViolations})`)
     else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
   })
 }

@@ -1,6 +1,6 @@
 // The chaos test's mutants: each wraps or replaces one injected part of a node (src/assembly/
 // bus.ts `NodeParts`) so that one defence is gone. No switch in src/ turns a defence off, and
-// no configuration variable reaches these: only mutant-node-host.mjs passes them in.
+// no configuration variable reaches these: only node-host.mjs passes them in.
 //
 // Each mutant counts the times it acted (`calls`), so that the test can tell it reached the node.
 import { createRevocationFilter } from '../../../dist/src/cache/revocation-filter.js'
@@ -102,10 +102,31 @@ export function createMutant(name, config) {
         }
       },
     },
+    // The node acknowledges a change before the sessions it ends are aborted: the bus drops
+    // the promise a change handler returns (sessions/sessions.ts returns one while it re-reads
+    // a row whose sessions are open), so the ack no longer waits for it. Made to show: the
+    // reads of those rows take 200 ms (within the half lease a correct node may wait: 250 ms here),
+    // so that the abort comes after the writer answered rather than racing it.
+    'acks-before-sessions': {
+      bus: (inner) =>
+        keepBus({
+          ...inner,
+          start: () => inner.start(),
+          onChange: (handler) =>
+            inner.onChange((change) => {
+              const held = handler(change)
+              if (held) acted()
+            }),
+        }),
+      store: (store) => {
+        const slow = (read) => async (ids) => (await new Promise((resolve) => setTimeout(resolve, 200)), read(ids))
+        return { ...store, getUsers: slow(store.getUsers), getCompanyStates: slow(store.getCompanyStates), getAgents: slow(store.getAgents) }
+      },
+    },
   }
   const parts = mutants[name]
   if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions']

@@ -1,0 +1,72 @@
+// Every chaos node: `chat-auth serve`'s node (buildApp's parts, listen, graceful close), with
+// test-only routes to hold sessions on it (below), and, for a mutant run, one coherence
+// defence taken out by a mutant (mutants.mjs): a mutant run must find violations, or its
+// checker proves nothing. It runs the built service (npm run build first).
+//   node node-host.mjs [<mutant>]
+// With a mutant, /metrics gains chat_auth_chaos_mutant_calls_total{mutant}: how often it acted.
+import Fastify from 'fastify'
+import { loadConfig } from '../../../dist/src/config.js'
+import { createLogger } from '../../../dist/src/logger.js'
+import app, { fastifyOptions } from '../../../dist/src/app.js'
+import { gatewayPlugin } from '../../../dist/src/gateway.js'
+import { hardenServer } from '../../../dist/src/http/connections.js'
+import { closeOnSignals } from '../../../dist/src/server.js'
+import { createMutant } from './mutants.mjs'
+
+const name = process.argv[2]
+const config = loadConfig()
+const mutant = name ? createMutant(name, config) : undefined
+const logger = createLogger(config)
+
+// buildApp (src/app.ts), with the chaos routes registered before the app is ready.
+const fastify = Fastify(fastifyOptions(config, logger))
+hardenServer(fastify, config.limits)
+try {
+  await fastify.register(gatewayPlugin, { config, logger, parts: mutant?.parts })
+  await fastify.register(app)
+  await fastify.register(chaosSessionRoutes)
+  await fastify.ready()
+} catch (error) {
+  await fastify.close().catch(() => {})
+  throw error
+}
+const gateway = fastify.gateway
+if (mutant) gateway.metrics.collect('chat_auth_chaos_mutant_calls_total', 'Times the chaos mutant acted (chaos tests only)', 'counter', () => [{ labels: { mutant: name }, value: mutant.calls() }], ['mutant'])
+await fastify.listen({ port: config.port, host: config.host })
+closeOnSignals({ app: fastify, gateway, url: `http://${config.host}:${config.port}`, close: () => fastify.close() }, logger)
+
+/**
+ * Sessions held open on this node for the chaos checker, as a chat server would hold them
+ * with `openChatSession` (SPEC §8.1):
+ * - `POST /chaos/sessions {token}` → `{id}`, or `{refused: code}` for a denied token;
+ * - `POST /chaos/sessions/status {ids}` → `{sessions: [{open, code}]}` in the same order:
+ *   `open` is false once the session was aborted, `code` the reason's code.
+ * The node's own close aborts them (NODE_CLOSING); they are forgotten with it.
+ */
+async function chaosSessionRoutes(instance) {
+  const held = new Map()
+  let next = 0
+  instance.post('/chaos/sessions', async (request, reply) => {
+    let opened
+    try {
+      opened = await instance.gateway.sessions.open(request.body?.token)
+    } catch {
+      return reply.code(503).send({ refused: 'SERVICE_UNAVAILABLE' })
+    }
+    if (!opened.ok) return { refused: opened.denial.code }
+    const id = String(++next)
+    held.set(id, opened)
+    return { id }
+  })
+  instance.post('/chaos/sessions/status', async (request) => ({
+    sessions: (request.body?.ids ?? []).map((id) => {
+      const session = held.get(id)
+      if (session === undefined) return { open: false, code: 'UNKNOWN' }
+      return { open: !session.signal.aborted, code: session.signal.aborted ? session.signal.reason?.code : undefined }
+    }),
+  }))
+  instance.addHook('onClose', async () => {
+    for (const session of held.values()) session.close()
+    held.clear()
+  })
+}
