@@ -1,0 +1,90 @@
+/**
+ * A revocation reaching the event streams (SPEC §8.2) of every node before it answers:
+ * 3 nodes (`chat-auth serve`) on one scratch PostgreSQL database and Redis, `--subscribers`
+ * SSE clients (the `eventsource` package) spread over them, then `--rounds` invalidations on
+ * node 0. For each, the time each subscriber received the `tokens.invalidated` event against
+ * the time the invalidate call answered, on this process's clock: how many had it before the
+ * answer, how many after (and by how much), how many never within 5 s. A node writes the event
+ * to its streams before it acknowledges the change, so every event leaves before the answer
+ * does; "after" counts what this one process read later than the answer (both arrive on
+ * loopback sockets, read in whatever order the event loop takes them).
+ *
+ *   node dist/bench/event-fanout.js [--subscribers 1000] [--rounds 20] [--nodes 3]
+ */
+import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import { parseArgs } from 'node:util'
+import { EventSource } from 'eventsource'
+import { createScratchDatabase } from '../test/support/databases.js'
+import { call, setupCompany } from '../test/support/http-client.js'
+import { startGatewayProcess, type GatewayProcess } from '../test/support/processes.js'
+
+const { values } = parseArgs({ options: { subscribers: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '20' }, nodes: { type: 'string', default: '3' } } })
+const subscribers = Number(values.subscribers)
+const rounds = Number(values.rounds)
+const nodeCount = Number(values.nodes)
+const q = (xs: number[], p: number) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.floor(p * (xs.length - 1))]!)
+
+const database = await createScratchDatabase(undefined, 'bench_fanout')
+const nodes: GatewayProcess[] = []
+const sources: EventSource[] = []
+try {
+  const env = { DATABASE_URL: database.url, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: `bench-fanout-${randomBytes(4).toString('hex')}`, MAX_EVENT_STREAMS: String(subscribers + 10) }
+  for (let i = 0; i < nodeCount; i++) nodes.push(await startGatewayProcess(env, { name: `node-${i}` }))
+  const key = await setupCompany(nodes[0]!.url)
+  const authorization = 'Basic ' + Buffer.from(`${key.keyId}:${key.keySecret}`).toString('base64')
+
+  // subject user id → the times each subscriber received its tokens.invalidated event
+  const receipts = new Map<string, number[]>()
+  await Promise.all(
+    Array.from({ length: subscribers }, (_, i) => {
+      const source = new EventSource(`${nodes[i % nodeCount]!.url}/rest/v1/auth/events?types=tokens.invalidated`, {
+        fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, authorization } }),
+      })
+      sources.push(source)
+      source.addEventListener('tokens.invalidated', (event) => {
+        const at = performance.now()
+        const subject = JSON.parse(event.data).subject?.id as string | undefined
+        if (subject !== undefined) receipts.get(subject)?.push(at)
+      })
+      return new Promise<void>((resolve, reject) => {
+        source.onopen = () => resolve()
+        source.onerror = (error) => reject(new Error(`a stream did not open: ${error.code} ${error.message}`))
+      })
+    }),
+  )
+  console.log(`${subscribers} streams open across ${nodeCount} nodes`)
+
+  const before: number[] = []
+  const lateMs: number[] = []
+  let missing = 0
+  const answerMs: number[] = []
+  for (let round = 0; round < rounds; round++) {
+    const issued = await call(nodes[0]!.url, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: `fanout-${round}` })
+    if (issued.status !== 200) throw new Error(`token: ${issued.status}`)
+    const userId = issued.body.user.id as string
+    const times: number[] = []
+    receipts.set(userId, times)
+    const started = performance.now()
+    const answer = await call(nodes[0]!.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: userId })
+    const answered = performance.now()
+    if (answer.status !== 200) throw new Error(`invalidate: ${answer.status} ${JSON.stringify(answer.body)}`)
+    answerMs.push(answered - started)
+    const until = performance.now() + 5000
+    while (times.length < subscribers && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
+    before.push(times.filter((at) => at <= answered).length)
+    for (const at of times) if (at > answered) lateMs.push(at - answered)
+    missing += subscribers - times.length
+  }
+  const total = subscribers * rounds
+  const early = before.reduce((a, b) => a + b, 0)
+  console.log(
+    `${rounds} invalidations on node 0 (answer median ${q(answerMs, 0.5).toFixed(1)} ms, p99 ${q(answerMs, 0.99).toFixed(1)} ms): ` +
+      `${early} of ${total} deliveries read before the answer (${((100 * early) / total).toFixed(1)} %), ${lateMs.length} after it ` +
+      `(by median ${q(lateMs, 0.5).toFixed(2)} ms, max ${q(lateMs, 1).toFixed(2)} ms), ${missing} never within 5 s`,
+  )
+} finally {
+  for (const source of sources) source.close()
+  await Promise.allSettled(nodes.map((node) => node.stop()))
+  await database.drop()
+}
