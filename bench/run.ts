@@ -61,7 +61,7 @@ Load
 Output
   --json FILE            write every raw result as JSON
   --markdown             print the table as Markdown
-  --smoke                a few seconds end to end: 300 users, 10 connections, 1 round of 0.2 s
+  --smoke                a few seconds end to end: 300 users, 10 connections, 1 round of 0.5 s
                          after 0.05 s warm-up, 5,000 users and jtis in the heap measurement, no cluster
   --keep                 keep the scratch database and data directories
 `
@@ -117,7 +117,7 @@ const opts = {
   cacheSize: num(args['cache-size'], 1_000_000),
   coldCacheSize: num(args['cold-cache-size'], Math.max(100, Math.floor(users / 10))),
   connections: num(args.connections, smoke ? 10 : 50),
-  duration: num(args.duration, smoke ? 0.2 : 5),
+  duration: num(args.duration, smoke ? 0.5 : 5),
   warmup: num(args.warmup, smoke ? 0.05 : 1),
   rounds: num(args.rounds, smoke ? 1 : 3),
   cluster: num(args.cluster, smoke || remote ? 0 : 3),
