@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
@@ -90,13 +90,18 @@ export interface BuiltApp {
   gateway: Gateway
 }
 
-/** A ready app over a new node; closing the app closes the node, as a failed start does. */
-export async function buildApp(config: Config, options: GatewayOptions): Promise<BuiltApp> {
+/**
+ * A ready app over a new node; closing the app closes the node, as a failed start does.
+ * `routes`: more routes of the caller's own, registered before the app is ready (the chaos
+ * test's hosts add their test-only routes this way).
+ */
+export async function buildApp(config: Config, options: GatewayOptions, routes?: FastifyPluginAsync): Promise<BuiltApp> {
   const fastify = Fastify(fastifyOptions(config, options.logger)).withTypeProvider<TypeBoxTypeProvider>()
   hardenServer(fastify, config.limits)
   try {
     await fastify.register(gatewayPlugin, { config, ...options })
     await fastify.register(app)
+    if (routes) await fastify.register(routes)
     await fastify.ready()
   } catch (error) {
     await fastify.close().catch(() => {})

@@ -4,12 +4,9 @@
 // checker proves nothing. It runs the built service (npm run build first).
 //   node node-host.mjs [<mutant>]
 // With a mutant, /metrics gains chat_auth_chaos_mutant_calls_total{mutant}: how often it acted.
-import Fastify from 'fastify'
 import { loadConfig } from '../../../dist/src/config.js'
 import { createLogger } from '../../../dist/src/logger.js'
-import app, { fastifyOptions } from '../../../dist/src/app.js'
-import { gatewayPlugin } from '../../../dist/src/gateway.js'
-import { hardenServer } from '../../../dist/src/http/connections.js'
+import { buildApp } from '../../../dist/src/app.js'
 import { closeOnSignals } from '../../../dist/src/server.js'
 import { createMutant } from './mutants.mjs'
 
@@ -18,19 +15,8 @@ const config = loadConfig()
 const mutant = name ? createMutant(name, config) : undefined
 const logger = createLogger(config)
 
-// buildApp (src/app.ts), with the chaos routes registered before the app is ready.
-const fastify = Fastify(fastifyOptions(config, logger))
-hardenServer(fastify, config.limits)
-try {
-  await fastify.register(gatewayPlugin, { config, logger, parts: mutant?.parts })
-  await fastify.register(app)
-  await fastify.register(chaosSessionRoutes)
-  await fastify.ready()
-} catch (error) {
-  await fastify.close().catch(() => {})
-  throw error
-}
-const gateway = fastify.gateway
+// The chaos routes are registered before the app is ready.
+const { app: fastify, gateway } = await buildApp(config, { logger, parts: mutant?.parts }, chaosSessionRoutes)
 if (mutant) gateway.metrics.collect('chat_auth_chaos_mutant_calls_total', 'Times the chaos mutant acted (chaos tests only)', 'counter', () => [{ labels: { mutant: name }, value: mutant.calls() }], ['mutant'])
 await fastify.listen({ port: config.port, host: config.host })
 closeOnSignals({ app: fastify, gateway, url: `http://${config.host}:${config.port}`, close: () => fastify.close() }, logger)
