@@ -16,8 +16,6 @@ import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 import { registerOpenApi } from './http/openapi.js'
 import { eventStreamRoute } from './routes/events-stream.js'
-import { createEventHub } from './stream/hub.js'
-import { cursorSecretOf } from './stream/cursor-secret.js'
 
 /**
  * The application as a Fastify plugin: routes, error handling and request metrics over the
@@ -41,10 +39,8 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(revokeTokenRoute, { credentials, revoker })
   await fastify.register(verifyRoute, { verifyToken, metrics })
-  // The node's event streams: written to before the node acknowledges a change; ended before the server closes.
-  const cursorSecret = cursorSecretOf(store)
-  const hub = createEventHub({ store, cursorSecret, logger: fastify.log, maxStreams: config.limits.maxEventStreams })
-  bus.onChange(() => hub.onChange())
+  // The node's event streams end before the server closes: an open one would keep it open.
+  const { hub, cursorSecret } = gateway.eventStreams
   fastify.addHook('preClose', (done) => (hub.close(), done()))
   await fastify.register(eventStreamRoute, { credentials, hub, cursorSecret })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state })

@@ -17,6 +17,7 @@ import { openCaches } from './assembly/caches.js'
 import { openServices, type Services } from './assembly/services.js'
 import { openClock } from './assembly/clock.js'
 import { openSessions } from './assembly/sessions.js'
+import { openEventStreams, type EventStreams } from './assembly/event-hub.js'
 import type { Sessions } from './sessions/sessions.js'
 import type { ClockWatch } from './clock/offset.js'
 import { revocationGraceSeconds } from './clock/grace.js'
@@ -48,6 +49,8 @@ export interface Gateway extends Services {
   adminTokenMatches(presented: string): boolean
   /** the sessions opened on this node (SPEC §8.1): `chatAuthPlugin`'s `openChatSession` */
   readonly sessions: Sessions
+  /** the node's event streams (SPEC §8.2): `GET /rest/v1/auth/events` */
+  readonly eventStreams: EventStreams
 }
 
 export interface GatewayOptions {
@@ -86,6 +89,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const { states, warmedUp } = openCaches(onClose, config, { store, bus, metrics, logger, parts: options.parts })
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
     const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
+    const eventStreams = openEventStreams(onClose, config, { store, bus, logger, wrap: options.parts?.eventHub })
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {
@@ -99,6 +103,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       metrics,
       housekeeping,
       sessions,
+      eventStreams,
       warmedUp,
       clock,
       generatedAdminToken: keys.generatedAdminToken,

@@ -6,6 +6,7 @@ import { createMemoryBus } from '../bus/memory-bus.js'
 import type { RedisBusOptions } from '../bus/redis-bus.js'
 import { claimedBus } from '../bus/claimed-bus.js'
 import type { DatabaseClaim } from '../store/database-claim.js'
+import type { EventHub } from '../stream/hub.js'
 import type { Store } from '../store/store.js'
 import type { StatesOptions } from '../cache/states.js'
 import type { OnClose } from './lifecycle.js'
@@ -30,6 +31,8 @@ export interface NodeParts {
   revokedTokens?: StatesOptions['revokedTokens']
   /** wraps the store every part after it uses (caches, writes, housekeeping) */
   store?: (store: Store) => Store
+  /** wraps the hub of the node's event streams (stream/hub.ts) */
+  eventHub?: (hub: EventHub) => EventHub
 }
 
 export interface BusOptions {

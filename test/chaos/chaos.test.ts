@@ -23,6 +23,7 @@ type Mutant =
   | 'rebuild-misses-arrivals'
   | 'retention-ignores-skew'
   | 'acks-before-sessions'
+  | 'acks-before-stream-writes'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
@@ -56,14 +57,19 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * - a session (SPEC §8.1, held on a node through node-host.mjs's test-only routes) still
  *   open when asked right after the invalidation, revoke-token or company revoke-tokens that
  *   ends it answered 200 — or, if a fault was near (the node may not have acknowledged),
- *   still open a lease + 1 s later, the README's bound.
+ *   still open a lease + 1 s later, the README's bound;
+ * - an event of such an invalidation or revoke-token not yet written to a node's event
+ *   stream (SPEC §8.2, one stream per node held by the driver since before the write; the
+ *   node notes what it handed to the stream's socket) when asked right after the 200 — or,
+ *   if a fault was near, never written within STREAM_LATE_LIMIT_MS.
  *
  * Then once per mutant (lib/mutants.mjs), each with one defence taken out of the node's
  * injected parts (no flush and no catch-up on reconnect; a catch-up that skips what was
  * committed while the channel was lost; a catch-up that leaves out the tokens revoked
  * meanwhile; reads of the change log while subscribed that drop what they read; revocations
  * kept until exp + JWT_CLOCK_TOLERANCE only, leaving out MAX_CLOCK_SKEW; nodes that acknowledge a
- * change before aborting the sessions it ends): the checker must
+ * change before aborting the sessions it ends; nodes that acknowledge one before writing its
+ * events to their streams): the checker must
  * find violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
@@ -95,6 +101,28 @@ const CLOCK_USERS = 10
 const SESSION_SHARE = 0.3
 /** README "Closing connections on revocation": a node that did not acknowledge aborts within a lease plus a store read of the 200. */
 const SESSION_BOUND_MS = LEASE_MS + 1000
+
+/** A node that missed a change (a fault near) still writes its events once it reads the store again (every second); past this, they are lost. */
+const STREAM_LATE_LIMIT_MS = 15_000
+
+/** One event's check on one node's stream: written when asked right after the 200 (undefined: could not ask), else how long after the 200 it was. */
+interface StreamFinding {
+  node: number
+  what: string
+  end: number
+  writtenAtAnswer: boolean | undefined
+  askedIn: number
+  /** ms after the 200 it was seen written, when not at once; undefined: never within STREAM_LATE_LIMIT_MS, or the stream reconnected meanwhile */
+  writtenLate?: number | undefined
+  /** the stream was reconnected before it was seen: not a finding */
+  reconnected?: boolean
+}
+
+/** The driver's event stream on one node (SPEC §8.2): since when it has been connected, and how often it was (re)connected. */
+interface StreamWatch {
+  connectedAt: number | undefined
+  generation: number
+}
 
 /** A session held open on a node (node-host.mjs's /chaos/sessions), once its open answered. */
 interface HeldSession {
@@ -308,7 +336,7 @@ const MUTANT_FAULTS = [FAULTS[1]!, FAULTS[0]!, FAULTS[2]!, FAULTS[1]!, FAULTS[5]
  * so each fault shows about one violation: 2 to 11 in six runs of 8 faults. Hence 16.
  */
 const HALF_OPEN_FAULTS = Array.from({ length: 16 }, () => FAULTS[1]!)
-/** `acks-before-sessions` needs no fault (every node acknowledges too early): one, for a short run. */
+/** `acks-before-sessions` and `acks-before-stream-writes` need no fault (every node acknowledges too early): one, for a short run. */
 const SESSION_MUTANT_FAULTS = [FAULTS[0]!]
 /** Mutants whose violations are mostly tokens revoked alone (the same short life, so the same long fault list). */
 const JTI_ONLY_MUTANTS = new Set<Mutant>(['subscribed-reads-skip', 'catch-up-ignores-revoked-tokens'])
@@ -327,9 +355,11 @@ interface Result {
   faults: number
   violations: number
   /** violations by kind: an older token version, a revoked jti, a company-wide revoke, an open session */
-  byKind: { version: number; jti: number; company: number; session: number }
+  byKind: { version: number; jti: number; company: number; session: number; stream: number }
   /** sessions held on the nodes: opened, ended by a change that answered 200, checked right after it, violations (open at the answer with no fault near, or after the bound) */
   sessions: { opened: number; refused: number; ended: number; checked: number; openNearFault: number; strictViolations: number; boundViolations: number; unchecked: number }
+  /** events of invalidations and revoke-tokens that answered 200, checked on every node's stream: violations (not written at the answer with no fault near, or never) */
+  stream: { checked: number; late: number; strictViolations: number; lostViolations: number; unchecked: number }
   rate503During: number
   rate503After: number
   examples: string[]
@@ -424,6 +454,59 @@ async function drive<S extends Driven>(
           await sleep(SESSION_BOUND_MS)
           const second = await statusOf(node, again.map((k) => list[k]!.id))
           for (const [j, k] of again.entries()) findings[k]!.openAfterBound = second?.[j]
+        })(),
+      )
+    }
+  }
+
+  // One event stream per node, of the first company, held for the whole run (reconnected when it drops).
+  const streamWatches: StreamWatch[] = nodes.map(() => ({ connectedAt: undefined, generation: 0 }))
+  const streamStop = new AbortController()
+  const basic = `Basic ${Buffer.from(`${creds.keyId}:${creds.keySecret}`).toString('base64')}`
+  const watching = nodes.map(async (url, node) => {
+    const watch = streamWatches[node]!
+    while (!streamStop.signal.aborted) {
+      try {
+        const response = await fetch(`${url}/rest/v1/auth/events`, { headers: { authorization: basic, accept: 'text/event-stream' }, signal: streamStop.signal })
+        if (response.status === 200 && response.body) {
+          watch.connectedAt = now()
+          watch.generation++
+          for await (const _ of response.body) void _
+        }
+      } catch {
+        // dropped, refused or stopped: reconnected below unless stopped
+      }
+      watch.connectedAt = undefined
+      if (!streamStop.signal.aborted) await sleep(200)
+    }
+  })
+  await waitFor('an event stream on every node', () => streamWatches.every((w) => w.connectedAt !== undefined), { until: (ok) => ok, timeoutMs: 10_000, everyMs: 20 })
+  const streamFindings: StreamFinding[] = []
+  let streamUnchecked = 0
+  const writtenOn = async (node: number, key: string): Promise<boolean | undefined> => {
+    const answer = await call(nodes[node]!, 'POST', '/chaos/stream/written', { keys: [key] }).catch(() => undefined)
+    return answer?.status === 200 ? Boolean(answer.body.written[0]) : undefined
+  }
+  /** A write that began at `start` answered 200 at `end`: its event `key` must be on every node's stream already. */
+  const checkStreams = (start: number, end: number, key: string, what: string) => {
+    for (const node of [0, 1, 2]) {
+      const watch = streamWatches[node]!
+      if (watch.connectedAt === undefined || watch.connectedAt > start) {
+        streamUnchecked++
+        continue
+      }
+      const generation = watch.generation
+      sessionChecks.push(
+        (async () => {
+          const written = await writtenOn(node, key)
+          const finding: StreamFinding = { node, what, end, writtenAtAnswer: written, askedIn: now() - end }
+          streamFindings.push(finding)
+          if (written === true) return
+          while (now() - end < STREAM_LATE_LIMIT_MS) {
+            await sleep(100)
+            if (watch.generation !== generation) return void (finding.reconnected = true)
+            if ((await writtenOn(node, key)) === true) return void (finding.writtenLate = now() - end)
+          }
         })(),
       )
     }
@@ -531,6 +614,7 @@ async function drive<S extends Driven>(
     writes.push({ start, end, status: answer?.status ?? 0 })
     if (answer?.status === 200) {
       invalidations.push({ user, version: answer.body.newTokenVersion, end })
+      checkStreams(start, end, `tokens.invalidated:${users[user]!.id}:${answer.body.newTokenVersion}`, `invalidation of user-${user} (v${answer.body.newTokenVersion})`)
       const held = userSessions.get(user) ?? []
       const ended = held.filter((x) => !x.ended && x.version < answer.body.newTokenVersion && x.openedEnd < end)
       if (ended.length) checkEnded(ended, end, `invalidation of user-${user} (v${answer.body.newTokenVersion})`)
@@ -551,10 +635,12 @@ async function drive<S extends Driven>(
     const issued = await call(pick(nodes), 'POST', '/rest/v1/auth/token', { ...creds, userId: `user-${user}` }).catch(() => undefined)
     if (issued?.status !== 200) return
     const held = holding && Math.random() < SESSION_SHARE ? await openEverywhere(issued.body.token) : []
+    const start = now()
     const answer = await call(pick(nodes), 'POST', '/rest/v1/auth/revoke-token', { ...creds, token: issued.body.token }).catch(() => undefined)
     const end = now()
     if (answer?.status !== 200) return
     if (held.length) checkEnded(held, end, `revoke-token of a token of user-${user}`)
+    checkStreams(start, end, `token.revoked:${answer.body.jti}`, `revoke-token of a token of user-${user}`)
     tokenRevocationsOk++
     revokedTokens.push({ user, version: tokenVersion(issued.body.token), token: issued.body.token, end })
     if (revokedTokens.length > revokedKept) revokedTokens.shift()
@@ -691,6 +777,8 @@ async function drive<S extends Driven>(
   await sampler
   await waitFor('requests in flight to finish', () => inFlight + expiringInFlight, { until: (n) => n === 0, timeoutMs: REQUEST_TIMEOUT_MS * 2 })
   await Promise.all(sessionChecks)
+  streamStop.abort()
+  await Promise.all(watching)
   const loadSeconds = (now() - loadStarted) / 1000
 
   // ── the checker ──
@@ -719,7 +807,7 @@ async function drive<S extends Driven>(
     return fault ? ` (near fault: ${fault.name})` : ''
   }
   let violations = 0
-  const byKind = { version: 0, jti: 0, company: 0, session: 0 }
+  const byKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0 }
   const examples: string[] = []
   const at = (time: number) => `${((time - loadStarted) / 1000).toFixed(3)} s`
   // The company revokes that had answered before `start`, by answer time: the latest one
@@ -791,6 +879,34 @@ async function drive<S extends Driven>(
     byKind.session++
     if (examples.length < 10) examples.push(violation)
   }
+  // Event streams: an event not yet written when asked right after the 200 is a violation,
+  // unless a fault was near (its node may not have acknowledged); then only if never written.
+  const streamCounts = { checked: 0, late: 0, strictViolations: 0, lostViolations: 0, unchecked: streamUnchecked }
+  const lateBy: number[] = []
+  for (const f of streamFindings) {
+    if (f.writtenAtAnswer === undefined || f.reconnected) {
+      streamCounts.unchecked++
+      continue
+    }
+    streamCounts.checked++
+    if (f.writtenAtAnswer) continue
+    const near = nearFault(f.end)
+    let violation: string | undefined
+    if (!near) {
+      streamCounts.strictViolations++
+      violation = `node-${f.node} had not written the event of the ${f.what} to its stream when asked ${f.askedIn.toFixed(0)} ms after it answered 200 at ${at(f.end)}`
+    } else if (f.writtenLate === undefined) {
+      streamCounts.lostViolations++
+      violation = `node-${f.node} never wrote the event of the ${f.what} (answered 200 at ${at(f.end)}${near}) to its stream`
+    } else {
+      streamCounts.late++
+      lateBy.push(f.writtenLate)
+    }
+    if (violation === undefined) continue
+    violations++
+    byKind.stream++
+    if (examples.length < 10) examples.push(violation)
+  }
   const inWindow = (v: Verification) => windows.some((w) => v.start >= w.start && v.start <= w.end)
   const rate503 = (list: Verification[]) => (list.length ? list.filter((v) => v.status === 503).length / list.length : 0)
   const during = verifications.filter(inWindow)
@@ -831,8 +947,12 @@ async function drive<S extends Driven>(
       `refused: ${[...refusedCodes].map(([code, n]) => `${code} ${n}`).join(', ') || 'none'}; answers to the check came ${quantiles(sessionFindings.map((f) => f.askedIn))} after the 200; ` +
       `open then near a fault ${sessionCounts.openNearFault}, violations: ${sessionCounts.strictViolations} open at the answer with no fault near, ${sessionCounts.boundViolations} open after the bound (${SESSION_BOUND_MS} ms); ${sessionCounts.unchecked} could not be asked`,
   )
+  log(
+    `event streams: ${streamCounts.checked} events checked on a node's stream right after their 200 (${streamCounts.unchecked} could not be: stream not connected since before the write, or no answer); ` +
+      `written later near a fault ${streamCounts.late} (${quantiles(lateBy)} after the 200); violations: ${streamCounts.strictViolations} not written at the answer with no fault near, ${streamCounts.lostViolations} never written`,
+  )
   for (const example of examples) log(`  violation: ${example}`)
-  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company}, open session ${byKind.session})`)
+  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company}, open session ${byKind.session}, event stream ${byKind.stream})`)
   return {
     verifications: verifications.length,
     accepted,
@@ -843,6 +963,7 @@ async function drive<S extends Driven>(
     companyRevocationsOk: companyRevocations.length,
     byKind,
     sessions: sessionCounts,
+    stream: streamCounts,
     faults: windows.length,
     violations,
     rate503During: rate503(during),
@@ -876,6 +997,8 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   t.ok(result.expiringRevocationsOk > 50, `revocations of tokens near their exp did run (${result.expiringRevocationsOk})`)
   t.ok(result.sessions.checked > 50, `sessions ended by revocations were checked (${result.sessions.checked})`)
   t.equal(result.byKind.session, 0, `sessions still open after the revocation that ended them answered: ${result.byKind.session}`)
+  t.ok(result.stream.checked > 300, `events checked on the nodes' streams right after their 200 (${result.stream.checked})`)
+  t.equal(result.byKind.stream, 0, `events not on a node's stream when their write answered: ${result.byKind.stream}`)
   t.equal(result.violations, 0, `violations: ${result.violations}`)
   const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
   for (const [i, m] of metrics.entries()) {
@@ -902,16 +1025,18 @@ for (const [mutant, what] of [
   ['rebuild-misses-arrivals', 'with a revocation filter that misses what arrives while it loads'],
   ['retention-ignores-skew', 'with revocations kept until exp + JWT_CLOCK_TOLERANCE only (MAX_CLOCK_SKEW left out)'],
   ['acks-before-sessions', 'with nodes that acknowledge a change before aborting the sessions it ends'],
+  ['acks-before-stream-writes', 'with nodes that acknowledge a change before writing its events to their streams'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
     // A jti-only mutant's revoked tokens are accepted only until their user's next invalidation:
     // present the latest ones more often, so that a missed one is seen within that time.
-    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
+    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' || mutant === 'acks-before-stream-writes' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
     const result = await drive(s, selected(faults), (line) => t.comment(line), JTI_MIX_MUTANTS.has(mutant) ? { revokedShare: 0.4, revokedKept: 40 } : {})
     t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals' || mutant === 'retention-ignores-skew') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
+    else if (mutant === 'acks-before-stream-writes') t.ok(result.stream.strictViolations > 0, `the checker finds events not yet on a node's stream right after the 200, with no fault near (${result.stream.strictViolations})`)
     else if (mutant === 'acks-before-sessions') t.ok(result.sessions.strictViolations > 0, `the checker finds sessions still open right after the 200, on nodes with no fault near (${result.sessions.strictViolations})`)
     else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
   })

@@ -123,10 +123,26 @@ export function createMutant(name, config) {
         return { ...store, getUsers: slow(store.getUsers), getCompanyStates: slow(store.getCompanyStates), getAgents: slow(store.getAgents) }
       },
     },
+    // The node acknowledges a change before its events are written to the open event streams:
+    // the hub's promise (stream/hub.ts onChange) is dropped. Made to show: the stream's reads of
+    // new events take 200 ms (within the half lease a correct node may wait: 250 ms here).
+    'acks-before-stream-writes': {
+      eventHub: (hub) => ({
+        ...hub,
+        onChange() {
+          const held = hub.onChange()
+          if (held === undefined) return undefined
+          acted()
+          held.catch(() => {})
+          return undefined
+        },
+      }),
+      store: (store) => ({ ...store, eventsSince: async (...args) => (await new Promise((resolve) => setTimeout(resolve, 200)), store.eventsSince(...args)) }),
+    },
   }
   const parts = mutants[name]
   if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'acks-before-stream-writes']

@@ -1,5 +1,6 @@
 // Every chaos node: `chat-auth serve`'s node (buildApp's parts, listen, graceful close), with
-// test-only routes to hold sessions on it (below), and, for a mutant run, one coherence
+// test-only routes to hold sessions on it and to tell which events its streams were written
+// (below), and, for a mutant run, one coherence
 // defence taken out by a mutant (mutants.mjs): a mutant run must find violations, or its
 // checker proves nothing. It runs the built service (npm run build first).
 //   node node-host.mjs [<mutant>]
@@ -15,8 +16,14 @@ const config = loadConfig()
 const mutant = name ? createMutant(name, config) : undefined
 const logger = createLogger(config)
 
+// Every event stream's writes are noted (what the checker asks right after a 200), around the mutant's hub if it has one.
+const written = new Set()
+const parts = { ...mutant?.parts, eventHub: (hub) => noteWrites(mutant?.parts.eventHub ? mutant.parts.eventHub(hub) : hub, written) }
 // The chaos routes are registered before the app is ready.
-const { app: fastify, gateway } = await buildApp(config, { logger, parts: mutant?.parts }, chaosSessionRoutes)
+const { app: fastify, gateway } = await buildApp(config, { logger, parts }, async (instance) => {
+  await chaosSessionRoutes(instance)
+  await chaosStreamRoutes(instance, written)
+})
 if (mutant) gateway.metrics.collect('chat_auth_chaos_mutant_calls_total', 'Times the chaos mutant acted (chaos tests only)', 'counter', () => [{ labels: { mutant: name }, value: mutant.calls() }], ['mutant'])
 await fastify.listen({ port: config.port, host: config.host })
 closeOnSignals({ app: fastify, gateway, url: `http://${config.host}:${config.port}`, close: () => fastify.close() }, logger)
@@ -55,4 +62,35 @@ async function chaosSessionRoutes(instance) {
     for (const session of held.values()) session.close()
     held.clear()
   })
+}
+
+/**
+ * The key the checker knows an event by: a user's invalidation by its new version, a token's
+ * revocation by its jti, anything else by its id.
+ */
+function eventKey(event) {
+  if (event.type === 'tokens.invalidated') return `${event.type}:${event.subject.id}:${event.detail.newTokenVersion}`
+  if (event.type === 'token.revoked') return `${event.type}:${event.subject.jti}`
+  return `${event.type}:${event.id}`
+}
+
+/** The hub, with each stream's response noting the events handed to its socket (SSE `data:` lines). */
+function noteWrites(hub, written) {
+  return {
+    ...hub,
+    open(subscription) {
+      const { response } = subscription
+      const write = response.write.bind(response)
+      response.write = (chunk, ...rest) => {
+        for (const line of String(chunk).split('\n')) if (line.startsWith('data: {')) written.add(eventKey(JSON.parse(line.slice(6))))
+        return write(chunk, ...rest)
+      }
+      return hub.open(subscription)
+    },
+  }
+}
+
+/** `POST /chaos/stream/written {keys}` → `{written: [boolean]}`: whether this node wrote each event to a stream. */
+async function chaosStreamRoutes(instance, written) {
+  instance.post('/chaos/stream/written', async (request) => ({ written: (request.body?.keys ?? []).map((key) => written.has(key)) }))
 }
