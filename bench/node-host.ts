@@ -2,7 +2,9 @@
  * A node exactly as `chat-auth serve` starts it (loadConfig → createLogger → startServer →
  * closeOnSignals), plus one thing for the bench: started with --expose-gc and an IPC
  * channel, it answers {type: 'memory'} with its memory after a full GC, so the kit can
- * tell the live heap from the GC headroom in the node's RSS.
+ * tell the live heap from the GC headroom in the node's RSS; and {type: 'sessions', tokens}
+ * opens a session (SPEC §8.1, as a chat server on the plugin would) for each token and holds
+ * it, answering {type: 'sessions', open, refused}: verify-hot with that many sessions open.
  */
 import { loadConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
@@ -18,7 +20,9 @@ process.on('disconnect', () => {
   server.close().finally(() => process.exit(0))
 })
 
-process.on('message', (message: { type?: string }) => {
+const held: Array<{ close(): void }> = []
+process.on('message', (message: { type?: string; tokens?: string[] }) => {
+  if (message?.type === 'sessions') return void openSessions(message.tokens ?? [])
   if (message?.type !== 'memory') return
   const before = process.memoryUsage()
   const gc = (globalThis as { gc?: () => void }).gc
@@ -33,3 +37,16 @@ process.on('message', (message: { type?: string }) => {
     cached: { users: caches.users.size, agents: caches.agents.size, apiKeys: caches.apiKeys.size },
   })
 })
+
+async function openSessions(tokens: string[]): Promise<void> {
+  let refused = 0
+  for (const token of tokens) {
+    const session = await server.gateway.sessions.open(token).catch(() => undefined)
+    if (session?.ok) {
+      // read, as a caller that listens to it does (Node makes the signal when first read)
+      void session.signal
+      held.push(session)
+    } else refused++
+  }
+  process.send?.({ type: 'sessions', open: held.length, refused })
+}

@@ -51,6 +51,9 @@ Load
   --revocations N        after the rounds: revoke N tokens one by one and every token of the
                          company (through the API), then run bare and verify-hot again, with
                          hot tokens signed after that revoke (needs --prepare sql; 0 skips)
+  --sessions N           after the rounds: open N sessions (openChatSession) on the node, one per
+                         user outside the hot set, then run bare and verify-hot again (100000;
+                         0 skips; needs --prepare sql and N users outside the hot set)
   --no-fill              skip filling the node's cache with every user (the RSS measurement)
   --memory-users N       users of the in-process heap measurement (1000000; 0 skips)
   --node-options "…"     extra node flags for the nodes under test (e.g. --max-old-space-size=384)
@@ -87,6 +90,7 @@ const { values: args } = parseArgs({
     warmup: { type: 'string' },
     rounds: { type: 'string' },
     revocations: { type: 'string' },
+    sessions: { type: 'string' },
     scenarios: { type: 'string' },
     'no-fill': { type: 'boolean', default: false },
     'memory-users': { type: 'string' },
@@ -127,6 +131,7 @@ const opts = {
   fill: !args['no-fill'] && !remote,
   rateShare: num(args['rate-share'], smoke ? 0 : 0.5),
   revocations: num(args.revocations, 0),
+  sessions: num(args.sessions, smoke || remote ? 0 : 100_000),
   scenarios: (args.scenarios ?? S.SCENARIOS.join(',')).split(',').map((s) => s.trim()) as S.ScenarioName[],
 }
 for (const s of opts.scenarios) if (!(S.SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}`)
@@ -398,6 +403,31 @@ async function main(): Promise<void> {
       log(`round ${round}/${opts.rounds} with revocations`)
       await measured('bare+revoked', `bare fastify (revocations phase) r${round}`, () => S.verifyHot(ds), [bare.url], bare)
       await measured('verify-hot+revoked', `verify-hot with revocations r${round}`, () => S.verifyHot(ds), urls, main)
+    }
+  }
+
+  // ── the same verify-hot with N sessions open on the node (SPEC §8.1) ──
+  if (opts.sessions > 0 && want('verify-hot') && main) {
+    const start = stableStart(layout) + layout.hot
+    const count = Math.min(opts.sessions, layout.users - start)
+    if (!prepared || count < opts.sessions) {
+      notes.push(`"+ sessions" not measured: it needs --prepare sql and ${opts.sessions.toLocaleString('en-US')} users outside the hot set`)
+    } else {
+      log(`opening ${count.toLocaleString('en-US')} sessions on the node`)
+      const started = Date.now()
+      let opened = { open: 0, refused: 0 }
+      for (let from = 0; from < count; from += 5000) {
+        const tokens = Array.from({ length: Math.min(5000, count - from) }, (_, i) => ds.token(start + from + i))
+        opened = await main.openSessions(tokens)
+      }
+      if (opened.refused > 0 || opened.open !== count) throw new Error(`sessions: ${opened.open} open, ${opened.refused} refused`)
+      log(`  ${opened.open.toLocaleString('en-US')} open in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      notes.push(`"+ sessions": ${opened.open.toLocaleString('en-US')} sessions open on the node (one per user outside the hot set, each signal read), held while verify-hot ran again`)
+      for (let round = 1; round <= opts.rounds; round++) {
+        log(`round ${round}/${opts.rounds} with sessions`)
+        await measured('bare+sessions', `bare fastify (sessions phase) r${round}`, () => S.verifyHot(ds), [bare.url], bare)
+        await measured('verify-hot+sessions', `verify-hot with ${opened.open.toLocaleString('en-US')} sessions open r${round}`, () => S.verifyHot(ds), urls, main)
+      }
     }
   }
 

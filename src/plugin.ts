@@ -11,6 +11,7 @@ import { answerUndecided, undecidedReporter } from './http/undecided.js'
 import { body } from './http/error-handler.js'
 import { identityBody } from './routes/verify.js'
 import type { Sessions } from './sessions/sessions.js'
+import type { Session } from './sessions/session.js'
 
 /**
  * SPEC §8.1: a long-lived connection's token, watched. Refused: the verify endpoint's status
@@ -21,6 +22,25 @@ import type { Sessions } from './sessions/sessions.js'
 export type ChatSession =
   | { ok: false; statusCode: 401 | 503; body: ErrorBody }
   | { ok: true; identity: ReturnType<typeof identityBody>; signal: AbortSignal; close: () => void }
+
+/**
+ * What `openChatSession` gives for an accepted token: one small object over the session (see
+ * sessions/session.ts for why everything else is made when read).
+ */
+export class OpenChatSession {
+  readonly ok = true
+  constructor(private readonly session: Session) {}
+  /** the identity verify would answer with (a new object at each read: keep it if you need it often) */
+  get identity(): ReturnType<typeof identityBody> {
+    return identityBody(this.session.identity)
+  }
+  get signal(): AbortSignal {
+    return this.session.signal
+  }
+  get close(): () => void {
+    return this.session.close
+  }
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -112,7 +132,7 @@ export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
         return { ok: false, statusCode: 503, body: body(errors.unavailable()) }
       }
       if (!opened.ok) return { ok: false, statusCode: 401, body: denialBody(opened.denial) }
-      return { ok: true, identity: identityBody(opened.identity), signal: opened.signal, close: opened.close }
+      return new OpenChatSession(opened)
     })
     fastify.decorate('chatSessionStats', () => (sessions === undefined ? { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 } : sessions.stats()))
   },

@@ -18,6 +18,8 @@ export interface Proc {
   output(): string
   /** with ipc: the node's memory before and after a full GC (bench/node-host.ts) */
   memory(): Promise<NodeMemory | undefined>
+  /** with ipc: opens and holds a session for each token on the node (bench/node-host.ts); sessions open in all, and refused */
+  openSessions(tokens: string[]): Promise<{ open: number; refused: number }>
   stop(): Promise<void>
 }
 
@@ -90,6 +92,17 @@ export async function startProcess(options: StartOptions): Promise<Proc> {
         }
         child.on('message', onMessage)
         child.send({ type: 'memory' })
+      }),
+    openSessions: (tokens) =>
+      new Promise((resolve, reject) => {
+        if (!options.ipc || !proc.running()) return reject(new Error('no IPC channel to the node'))
+        const onMessage = (message: { type?: string; open?: number; refused?: number }) => {
+          if (message?.type !== 'sessions') return
+          child.off('message', onMessage)
+          resolve({ open: message.open ?? 0, refused: message.refused ?? 0 })
+        }
+        child.on('message', onMessage)
+        child.send({ type: 'sessions', tokens })
       }),
     stop: async () => {
       // bench/node-host.ts closes its server at once when the IPC channel closes; a SIGTERM

@@ -108,6 +108,8 @@ export function buildTable(report: Report, markdown: boolean): string {
     ['verify-hot', 'verify-hot'],
     ['bare+revoked', 'baseline: bare Fastify (revocations phase)'],
     ['verify-hot+revoked', 'verify-hot + revocations (N revoked jtis, a company revoke)'],
+    ['bare+sessions', 'baseline: bare Fastify (sessions phase)'],
+    ['verify-hot+sessions', 'verify-hot + open sessions (N openChatSession on the node)'],
     ['bare@rate', `bare Fastify at ${report.latencyRate ?? '?'} req/s offered`],
     ['verify-hot@rate', `verify-hot at ${report.latencyRate ?? '?'} req/s offered`],
     ['verify-cold', 'verify-cold'],
@@ -146,6 +148,14 @@ export function buildTable(report: Report, markdown: boolean): string {
     const before = hot.rps / bare.rps
     const after = hotRevoked.rps / bareRevoked.rps
     checks.push({ text: `verify-hot ÷ bare Fastify before revocations ${before.toFixed(2)}, with them ${after.toFixed(2)} (${((after / before - 1) * 100).toFixed(1)} %): within 10 %`, ok: Math.abs(after / before - 1) <= 0.1 })
+  }
+  const hotSessions = s('verify-hot+sessions')
+  const bareSessions = s('bare+sessions')
+  if (hot && bare && hotSessions && bareSessions) {
+    const before = hot.rps / bare.rps
+    const after = hotSessions.rps / bareSessions.rps
+    // no slower beyond noise: these machines' same-run ratios wander by about 5 %
+    checks.push({ text: `verify-hot ÷ bare Fastify with no session open ${before.toFixed(2)}, with the sessions ${after.toFixed(2)} (${((after / before - 1) * 100).toFixed(1)} %): no slower beyond 5 %`, ok: after / before >= 0.95 })
   }
   const hotRate = s('verify-hot@rate')
   const bareRate = s('bare@rate')

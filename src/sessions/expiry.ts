@@ -8,12 +8,14 @@ const MAX_DELAY_MS = 2 ** 31 - 1
  * session costs a slot in an array, not a timer of its own. A session knows its place in
  * the heap, so closing one removes it at once (nothing is left behind until it would expire).
  */
-export function createExpiry(onExpired: (session: Session) => void, now: () => number = Date.now) {
+export function createExpiry(onExpired: (session: Session) => void, toleranceSeconds: number, now: () => number = Date.now) {
+  /** the instant verify starts answering TOKEN_EXPIRED: exp + JWT_CLOCK_TOLERANCE */
+  const expiresAtMs = (session: Session) => (session.exp + toleranceSeconds) * 1000
   const heap: Session[] = []
   let timer: NodeJS.Timeout | undefined
   let timerAt = Infinity
 
-  const less = (a: number, b: number) => heap[a]!.expiresAtMs < heap[b]!.expiresAtMs
+  const less = (a: number, b: number) => heap[a]!.exp < heap[b]!.exp
   function swap(a: number, b: number): void {
     const first = heap[a]!
     const second = heap[b]!
@@ -47,7 +49,7 @@ export function createExpiry(onExpired: (session: Session) => void, now: () => n
   function schedule(): void {
     if (firing) return
     const first = heap[0]
-    const at = first === undefined ? Infinity : first.expiresAtMs
+    const at = first === undefined ? Infinity : expiresAtMs(first)
     if (at === timerAt) return
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
@@ -65,7 +67,7 @@ export function createExpiry(onExpired: (session: Session) => void, now: () => n
     const current = now()
     firing = true
     try {
-      while (heap.length > 0 && heap[0]!.expiresAtMs <= current) {
+      while (heap.length > 0 && expiresAtMs(heap[0]!) <= current) {
         const session = heap[0]!
         remove(session)
         onExpired(session)

@@ -1,59 +1,54 @@
-import { Session, type Bucket } from './session.js'
+import { Session } from './session.js'
 
 export type IndexKind = 'user' | 'company' | 'agent' | 'token'
 
-function join(bucket: Bucket, session: Session): void {
-  const members = bucket.members
-  if (members === undefined) bucket.members = session
-  else if (members instanceof Session) bucket.members = new Set([members, session])
-  else members.add(session)
-}
+/**
+ * A row's sessions: most users and most jtis have one, held as itself (a Set of one costs
+ * more than the rest of the session's share of the index); a Set from the second on.
+ */
+type Members = Session | Set<Session>
 
-function part(bucket: Bucket, session: Session): void {
-  const members = bucket.members
-  if (members === session) bucket.members = undefined
-  else if (members instanceof Set) {
-    members.delete(session)
-    if (members.size === 1) bucket.members = members.values().next().value
-  }
-}
+const idOf = (kind: IndexKind, session: Session): string | undefined =>
+  kind === 'user' ? session.userId : kind === 'company' ? session.companyId : kind === 'agent' ? session.agentId : session.jti
 
-const membersOf = (bucket: Bucket): Session[] => (bucket.members === undefined ? [] : bucket.members instanceof Session ? [bucket.members] : [...bucket.members])
+const membersOf = (members: Members): Session[] => (members instanceof Session ? [members] : [...members])
+
+const KINDS: readonly IndexKind[] = ['user', 'company', 'agent', 'token']
 
 /**
  * Open sessions by user id, company id, agent id and jti: a change names one row, and finds
- * that row's sessions in one lookup, whatever the number of sessions open on the node.
+ * that row's sessions in one lookup, whatever the number of sessions open on the node. A
+ * session holds the ids (strings shared with the cached rows), not entries of its own.
  */
 export function createSessionIndex() {
-  const maps: Record<IndexKind, Map<string, Bucket>> = { user: new Map(), company: new Map(), agent: new Map(), token: new Map() }
+  const maps: Record<IndexKind, Map<string, Members>> = { user: new Map(), company: new Map(), agent: new Map(), token: new Map() }
 
-  /** The bucket of `id`, made when it has none: its id string is shared by all its sessions. */
-  const bucket = (kind: IndexKind, id: string): Bucket => {
+  function join(kind: IndexKind, session: Session): void {
+    const id = idOf(kind, session)
+    if (id === undefined) return
     const map = maps[kind]
-    let found = map.get(id)
-    if (found === undefined) map.set(id, (found = { id, members: undefined }))
-    return found
+    const members = map.get(id)
+    if (members === undefined) map.set(id, session)
+    else if (members instanceof Session) map.set(id, new Set([members, session]))
+    else members.add(session)
   }
-  const leave = (kind: IndexKind, bucket: Bucket | undefined, session: Session) => {
-    if (bucket === undefined) return
-    part(bucket, session)
-    // an empty bucket goes at once: closed sessions leave nothing behind
-    if (bucket.members === undefined && maps[kind].get(bucket.id) === bucket) maps[kind].delete(bucket.id)
+
+  function leave(kind: IndexKind, session: Session): void {
+    const id = idOf(kind, session)
+    if (id === undefined) return
+    const map = maps[kind]
+    const members = map.get(id)
+    // an emptied row goes at once: closed sessions leave nothing behind
+    if (members === session) map.delete(id)
+    else if (members instanceof Set && members.delete(session) && members.size === 1) map.set(id, members.values().next().value!)
   }
 
   return {
-    bucket,
     add(session: Session): void {
-      join(session.user, session)
-      join(session.company, session)
-      join(session.agent, session)
-      if (session.jti) join(session.jti, session)
+      for (const kind of KINDS) join(kind, session)
     },
     remove(session: Session): void {
-      leave('user', session.user, session)
-      leave('company', session.company, session)
-      leave('agent', session.agent, session)
-      leave('token', session.jti, session)
+      for (const kind of KINDS) leave(kind, session)
     },
     /** the open sessions of one row (a copy), or undefined: the common case, no allocation */
     of(kind: IndexKind, id: string): Session[] | undefined {
@@ -62,7 +57,7 @@ export function createSessionIndex() {
     },
     /** every open session (each is under exactly one user) */
     *all(): Iterable<Session> {
-      for (const bucket of maps.user.values()) yield* membersOf(bucket)
+      for (const members of maps.user.values()) yield* membersOf(members)
     },
     /** entries per index (tests and /metrics: all back to 0 once every session ended) */
     sizes: () => ({ users: maps.user.size, companies: maps.company.size, agents: maps.agent.size, jtis: maps.token.size }),

@@ -20,7 +20,7 @@ export interface Rows {
  * generations compare within it as verify compares them.
  */
 export function denialOf(session: Session, rows: Rows): Denial | undefined {
-  const companyId = session.company.id
+  const companyId = session.companyId
   const { user, company, agent } = rows
   // 3. customer user exists and is active
   if (user === null || (user !== undefined && !user.active)) return denials.userNotFoundOrInactive

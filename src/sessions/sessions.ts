@@ -1,5 +1,5 @@
 import type { InvalidationBus } from '../bus/bus.js'
-import type { Identity, VerifyToken } from '../auth/verify.js'
+import type { VerifyToken } from '../auth/verify.js'
 import type { Change, RowChanged } from '../domain.js'
 import { denials, errors, StoreUnavailableError, type Denial } from '../errors.js'
 import type { Store } from '../store/store.js'
@@ -13,9 +13,8 @@ const RECHECK_CHUNK = 5000
 /** changes remembered for the opens in flight; an open that saw more re-reads the store */
 const RECENT_CHANGES = 1024
 
-export type OpenedSession =
-  | { ok: true; identity: Identity; signal: AbortSignal; close: () => void }
-  | { ok: false; denial: Denial }
+/** An accepted token's session (`ok`, `identity`, `signal`, `close`), or the denial. */
+export type OpenedSession = Session | { ok: false; denial: Denial }
 
 export interface SessionsOptions {
   verifyToken: VerifyToken
@@ -65,7 +64,7 @@ export function createSessions(options: SessionsOptions): Sessions {
   // ends the sessions it was for instead.
   const changeReadDeadlineMs = options.changeReadDeadlineMs ?? options.recheckEveryMs / 2
   const index = createSessionIndex()
-  const expiry = createExpiry((session) => end(session, reason(denials.expired)), now)
+  const expiry = createExpiry((session) => end(session, reason(denials.expired)), clockToleranceSeconds, now)
   let open = 0
   let closing = false
   // The last changes' rows (two arrays of references: nothing allocated per change), and
@@ -80,29 +79,30 @@ export function createSessions(options: SessionsOptions): Sessions {
     for (let n = seen; n < changesSeen; n++) {
       const kind = recentKinds[n % RECENT_CHANGES]
       const id = recentIds[n % RECENT_CHANGES]
-      const bucket = kind === 'user' ? session.user : kind === 'company' ? session.company : kind === 'agent' ? session.agent : kind === 'token' ? session.jti : undefined
-      if (bucket !== undefined && bucket.id === id) return true
+      const mine = kind === 'user' ? session.userId : kind === 'company' ? session.companyId : kind === 'agent' ? session.agentId : kind === 'token' ? session.jti : undefined
+      if (mine !== undefined && mine === id) return true
     }
     return false
   }
 
+  const owner = { end }
   function end(session: Session, why: EndReason | undefined): void {
     if (!session.open) return
     session.open = false
     open--
     index.remove(session)
     expiry.remove(session)
-    if (why !== undefined) session.controller.abort(why)
+    if (why !== undefined) session.abort(why)
   }
 
   /** Reads the rows the given sessions depend on (batched, by chunks), and ends those they fail. */
   async function recheck(sessions: Session[]): Promise<void> {
     const ids = { user: new Set<string>(), company: new Set<string>(), agent: new Set<string>(), token: new Set<string>() }
     for (const session of sessions) {
-      ids.user.add(session.user.id)
-      ids.company.add(session.company.id)
-      ids.agent.add(session.agent.id)
-      if (session.jti) ids.token.add(session.jti.id)
+      ids.user.add(session.userId)
+      ids.company.add(session.companyId)
+      ids.agent.add(session.agentId)
+      if (session.jti) ids.token.add(session.jti)
     }
     const [users, companies, agents, revoked] = await Promise.all([
       chunked(ids.user, (chunk) => store.getUsers(chunk)),
@@ -117,10 +117,10 @@ export function createSessions(options: SessionsOptions): Sessions {
     for (const session of sessions) {
       if (!session.open) continue
       const denial = denialOf(session, {
-        user: user.get(session.user.id) ?? null,
-        company: company.get(session.company.id) ?? null,
-        agent: agent.get(session.agent.id) ?? null,
-        jtiRevoked: session.jti !== undefined && revokedJtis.has(session.jti.id),
+        user: user.get(session.userId) ?? null,
+        company: company.get(session.companyId) ?? null,
+        agent: agent.get(session.agentId) ?? null,
+        jtiRevoked: session.jti !== undefined && revokedJtis.has(session.jti),
       })
       if (denial !== undefined) end(session, reason(denial))
     }
@@ -205,14 +205,17 @@ export function createSessions(options: SessionsOptions): Sessions {
       const { claims, identity } = verdict
       const facts = sessionFacts(claims)
       const session = new Session(
-        index.bucket('user', identity.user.id),
-        index.bucket('company', identity.user.companyId),
-        index.bucket('agent', identity.agent.id),
-        claims.jti === undefined ? undefined : index.bucket('token', claims.jti),
+        owner,
+        identity.user.id,
+        identity.user.companyId,
+        identity.agent.id,
+        claims.jti,
         facts.tokenVersion,
         facts.companyGeneration,
         facts.agentGeneration,
-        (claims.exp + clockToleranceSeconds) * 1000,
+        claims.exp,
+        identity.user.externalId,
+        identity.agent.name,
       )
       index.add(session)
       expiry.add(session)
@@ -228,12 +231,12 @@ export function createSessions(options: SessionsOptions): Sessions {
         }
       }
       if (!session.open) {
-        const why = session.controller.signal.reason as EndReason
+        const why = session.signal.reason as EndReason
         const denial = Object.values(denials).find((d) => d.code === why.code)
         if (denial === undefined) throw new StoreUnavailableError(`session ended while it opened: ${why.code}`)
         return { ok: false, denial }
       }
-      return { ok: true, identity, signal: session.controller.signal, close: () => end(session, undefined) }
+      return session
     },
     get size() {
       return open
