@@ -4,14 +4,19 @@
  * SSE clients (the `eventsource` package) spread over them, then `--rounds` invalidations on
  * node 0. For each, the time each subscriber received the `tokens.invalidated` event against
  * the time the invalidate call answered, on this process's clock: how many had it before the
- * answer, how many after (and by how much), how many never within 5 s. A node writes the event
- * to its streams before it acknowledges the change, so every event leaves before the answer
- * does; "after" counts what this one process read later than the answer (both arrive on
- * loopback sockets, read in whatever order the event loop takes them).
+ * answer, how many after (and by how much), how many never within 5 s; and, from the nodes'
+ * side (bench/lib/stream-write-probe.ts, loaded into each node), the time each node handed the
+ * event to each stream's socket: every one of them must come before the answer (SPEC §8.2).
+ * What this one process reads later than the answer is only the order in which its event
+ * loop takes the loopback sockets.
  *
  *   node dist/bench/event-fanout.js [--subscribers 1000] [--rounds 20] [--nodes 3]
  */
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { EventSource } from 'eventsource'
@@ -26,10 +31,13 @@ const nodeCount = Number(values.nodes)
 const q = (xs: number[], p: number) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.floor(p * (xs.length - 1))]!)
 
 const database = await createScratchDatabase(undefined, 'bench_fanout')
+const probeDir = mkdtempSync(join(tmpdir(), 'bench-fanout-'))
+const probeFile = join(probeDir, 'writes.txt')
 const nodes: GatewayProcess[] = []
 const sources: EventSource[] = []
 try {
-  const env = { DATABASE_URL: database.url, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: `bench-fanout-${randomBytes(4).toString('hex')}`, MAX_EVENT_STREAMS: String(subscribers + 10) }
+  const probe = fileURLToPath(new URL('./lib/stream-write-probe.js', import.meta.url))
+  const env = { NODE_OPTIONS: `--import=${probe}`, STREAM_WRITE_PROBE_FILE: probeFile, DATABASE_URL: database.url, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: `bench-fanout-${randomBytes(4).toString('hex')}`, MAX_EVENT_STREAMS: String(subscribers + 10) }
   for (let i = 0; i < nodeCount; i++) nodes.push(await startGatewayProcess(env, { name: `node-${i}` }))
   const key = await setupCompany(nodes[0]!.url)
   const authorization = 'Basic ' + Buffer.from(`${key.keyId}:${key.keySecret}`).toString('base64')
@@ -59,6 +67,8 @@ try {
   const lateMs: number[] = []
   let missing = 0
   const answerMs: number[] = []
+  /** subject → when its invalidation answered, ms since the epoch */
+  const answeredAt = new Map<string, number>()
   for (let round = 0; round < rounds; round++) {
     const issued = await call(nodes[0]!.url, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: `fanout-${round}` })
     if (issued.status !== 200) throw new Error(`token: ${issued.status}`)
@@ -68,6 +78,7 @@ try {
     const started = performance.now()
     const answer = await call(nodes[0]!.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: userId })
     const answered = performance.now()
+    answeredAt.set(userId, performance.timeOrigin + answered)
     if (answer.status !== 200) throw new Error(`invalidate: ${answer.status} ${JSON.stringify(answer.body)}`)
     answerMs.push(answered - started)
     const until = performance.now() + 5000
@@ -83,7 +94,31 @@ try {
       `${early} of ${total} deliveries read before the answer (${((100 * early) / total).toFixed(1)} %), ${lateMs.length} after it ` +
       `(by median ${q(lateMs, 0.5).toFixed(2)} ms, max ${q(lateMs, 1).toFixed(2)} ms), ${missing} never within 5 s`,
   )
+  // The nodes' side: each write of an event to a stream's socket, against its answer.
+  await new Promise((resolve) => setTimeout(resolve, 300)) // the probes flush every 100 ms
+  const written = new Map<string, number[]>()
+  for (const line of readFileSync(probeFile, 'utf8').split('\n').filter(Boolean)) {
+    const [subject, at] = line.split(' ')
+    if (!written.has(subject!)) written.set(subject!, [])
+    written.get(subject!)!.push(Number(at))
+  }
+  let writtenBefore = 0
+  let writtenAfter = 0
+  const leadMs: number[] = []
+  for (const [subject, answer] of answeredAt) {
+    for (const at of written.get(subject) ?? []) {
+      if (at <= answer) writtenBefore++
+      else writtenAfter++
+      leadMs.push(answer - at)
+    }
+  }
+  console.log(
+    `nodes' side: ${writtenBefore} of ${total} writes of the event to a stream's socket came before the answer, ${writtenAfter} after it, ${total - writtenBefore - writtenAfter} never; ` +
+      `the answer came a median ${q(leadMs, 0.5).toFixed(2)} ms (min ${q(leadMs, 0).toFixed(2)} ms) after each write`,
+  )
+  if (writtenBefore !== total) process.exitCode = 1
 } finally {
+  rmSync(probeDir, { recursive: true, force: true })
   for (const source of sources) source.close()
   await Promise.allSettled(nodes.map((node) => node.stop()))
   await database.drop()
