@@ -188,6 +188,33 @@ t.test('Last-Event-ID resumes with exactly the events missed; a made-up or forei
   t.strictSame(foreign.received.length, 1, 'and it still sees none of the other company')
 })
 
+t.test('a cursor far behind: the backlog comes a page at a time (500 events), every event once, oldest first', async (t) => {
+  const acme = await createTenant(node, 'Far behind')
+  const alice = await userOf(base, acme, 'alice')
+  const first = await openStream(t, base, acme)
+  await invalidateVia(base, acme, alice)
+  await first.until(1)
+  first.close()
+  const missed = 1203
+  for (let i = 0; i < missed; i++) await invalidateVia(base, acme, alice)
+  const reads: Array<number | undefined> = []
+  const store = node.gateway.store
+  const eventsSince = store.eventsSince
+  store.eventsSince = (...args) => (reads.push(args[4]), eventsSince(...args))
+  t.teardown(() => void (store.eventsSince = eventsSince))
+  const resumed = await openStream(t, base, acme, { lastEventId: first.received[0]!.id })
+  await waitFor(`${missed} events`, () => resumed.received.length >= missed, { timeoutMs: 30_000 })
+  await sleep(300)
+  t.strictSame(
+    resumed.received.map((event) => (event.data.detail as { newTokenVersion: number }).newTokenVersion),
+    Array.from({ length: missed }, (_, i) => i + 2),
+    'versions 2…1204, each once, in order',
+  )
+  t.ok(reads.filter((limit) => limit !== undefined).length >= 3, `the backlog was read in pages (${reads.filter((limit) => limit !== undefined).length} limited reads)`)
+  t.ok(reads.every((limit) => limit === undefined || limit <= 500), 'none of more than 500 events')
+  t.ok(reads.filter((limit) => limit === undefined).length <= 3, 'only the live reads are unlimited (what committed since the previous one)')
+})
+
 t.test('a cursor older than the retention gets reset, then the stream goes on from now', async (t) => {
   const old = await startApp(t)
   const oldBase = await listen(old)

@@ -86,9 +86,10 @@ export function eventStore(db: Db) {
     /**
      * The events of these companies whose transactions the snapshot `after` did not see
      * (migrations/009_event_xid.sql), only those `upTo` saw when given, and with an id above
-     * `aboveId` when given; with the read's own snapshot, in one statement.
+     * `aboveId` when given; the first `limit` by id when given; with the read's own snapshot,
+     * in one statement.
      */
-    eventsSince: async (companyIds: string[], after: string, upTo?: string, aboveId?: string): Promise<EventsRead> => {
+    eventsSince: async (companyIds: string[], after: string, upTo?: string, aboveId?: string, limit?: number): Promise<EventsRead> => {
       const rows = await db.query<ReadRow>(
         `SELECT pg_current_snapshot()::text AS snapshot,
                 EXISTS (SELECT 1 FROM event_pruned WHERE through >= pg_snapshot_xmin($2::pg_snapshot)) AS pruned,
@@ -99,8 +100,8 @@ export function eventStore(db: Db) {
            WHERE company_id = ANY($1::uuid[]) AND xid >= pg_snapshot_xmin($2::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $2::pg_snapshot)
              AND ($3::pg_snapshot IS NULL OR pg_visible_in_snapshot(xid, $3::pg_snapshot))
              AND ($4::bigint IS NULL OR id > $4::bigint)
-           ORDER BY id) e ON true`,
-        [companyIds, after, upTo ?? null, aboveId ?? null],
+           ORDER BY id LIMIT $5::int) e ON true`,
+        [companyIds, after, upTo ?? null, aboveId ?? null, limit ?? null],
       )
       const first = rows[0]!
       const events = rows

@@ -20,7 +20,7 @@ import { eventsAfter } from './backlog.js'
  */
 export interface EventHubOptions {
   store: {
-    eventsSince(companyIds: string[], after: string, upTo?: string, aboveId?: string): Promise<EventsRead>
+    eventsSince(companyIds: string[], after: string, upTo?: string, aboveId?: string, limit?: number): Promise<EventsRead>
     eventSnapshot(): Promise<string>
   }
   cursorSecret(): Promise<Buffer>
@@ -62,6 +62,8 @@ export interface EventHub {
 const POLL_MS = 1000
 const PING_MS = 15_000
 const MAX_BUFFERED_BYTES = 1024 * 1024
+/** events per read of a resuming stream's backlog */
+const BACKLOG_PAGE = 500
 
 /** The event as the listing gives it (SPEC §7.2). */
 const eventBody = (event: CommittedEvent) => ({ id: event.id, type: event.type, at: event.at.toISOString(), actor: event.actor, subject: event.subject, detail: event.detail })
@@ -134,11 +136,21 @@ export function createEventHub(options: EventHubOptions): EventHub {
     return read
   }
 
-  /** The events after the client's cursor up to the hub's, or reset when they cannot all be had. */
+  /**
+   * The events after the client's cursor up to the hub's, a page at a time, or reset when they
+   * cannot all be had. A client that cannot take them as fast is dropped like any slow reader
+   * (write()), and resumes from the last event it got: memory stays a page and a socket buffer.
+   */
   async function backlog(member: Member, resume: Position, upTo: string): Promise<void> {
-    const found = await eventsAfter(store.eventsSince, member.companyId, resume, upTo)
-    if (found.pruned) return write(member, 'event: reset\ndata: {}\n\n')
-    for (const { event, position } of found.events) send(member, event, position)
+    let from = resume
+    for (;;) {
+      const found = await eventsAfter(store.eventsSince, member.companyId, from, upTo, BACKLOG_PAGE)
+      if (found.pruned) return write(member, 'event: reset\ndata: {}\n\n')
+      for (const { event, position } of found.events) send(member, event, position)
+      const last = found.events.at(-1)
+      if (found.complete || last === undefined || member.response.destroyed) return
+      from = last.position
+    }
   }
 
   const pollTimer = setInterval(() => {

@@ -94,7 +94,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fast
       if (before !== undefined && after !== undefined) throw errors.validation('before and after cannot be used together')
       if (after !== undefined) {
         const from = decodeCursor(key, companyId, after)
-        const found = from === undefined ? undefined : await eventsAfter(store.eventsSince, companyId, from)
+        // One more than asked: whether the page ends where the reads do.
+        const found = from === undefined ? undefined : await eventsAfter(store.eventsSince, companyId, from, undefined, limit + 1)
         if (found === undefined || found.pruned) throw errors.validation(BAD_AFTER)
         const page = found.events.slice(0, limit)
         const last = page.at(-1)
