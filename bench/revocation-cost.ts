@@ -35,7 +35,7 @@ async function setUp(withRevocations: boolean) {
     getApiKeyStates: async () => [],
     getCompanyStates: async (asked: string[]) => asked.map((id) => ({ id, tokensGeneration: generation, revision: generation })),
     revokedJtis: async () => [],
-    isTokenRevoked: async () => false,
+    revokedAmong: async () => [],
   } as unknown as Store
   const states = createStates(store, createMemoryBus(), users * 2)
   await new Promise((resolve) => setImmediate(resolve)) // the (empty) load of the revoked map lands

@@ -49,7 +49,6 @@ const store = {
   getApiKeyStates: async () => [],
   getCompanyStates: async (asked: string[]) => asked.map((id) => ({ id, tokensGeneration: 0, revision: 0 })),
   revokedJtis: async () => [],
-  isTokenRevoked: async () => false,
   revokedAmong: async () => [],
 } as unknown as Store
 

@@ -46,7 +46,7 @@ export interface StatesOptions {
 
 const DEFAULT_FILTER_BYTES = 16 * 1024 * 1024
 
-type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'revokedJtis' | 'isTokenRevoked'>
+type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'getCompanyStates' | 'revokedJtis' | 'revokedAmong'>
 
 const MIN_SHARE_BYTES = 65_536
 
@@ -64,7 +64,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   const revokedTokens = createRevokedTokens({
     ...options.revokedTokens,
     loadPage: (after, limit) => store.revokedJtis(after, limit),
-    read: (jti) => store.isTokenRevoked(jti),
+    read: async (jti) => (await store.revokedAmong([jti])).length > 0,
     trusted: () => bus.trusted(),
     filterBytes: options.revocationFilterBytes ?? DEFAULT_FILTER_BYTES,
   })

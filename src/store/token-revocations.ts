@@ -52,11 +52,7 @@ export function tokenRevocationStore(db: Db) {
           row.outcome === 'limit' ? 'limit-reached' : row.outcome === 'expired' ? 'expired' : { ...toRevokedToken(row), companyId: row.company_id, first: row.outcome === 'first' },
       ),
 
-    getRevokedToken: (jti: string): Promise<RevokedToken | undefined> => one(db, `SELECT jti, expires_at FROM revoked_token WHERE jti = $1`, [jti], toRevokedToken),
-
-    isTokenRevoked: async (jti: string): Promise<boolean> => (await db.query(`SELECT 1 FROM revoked_token WHERE jti = $1`, [jti])).length > 0,
-
-    /** Which of these jtis are revoked: one query for many (the re-check of open sessions). */
+    /** Which of these jtis are revoked: one query for many (the re-check of open sessions), or one (a filter's "maybe"). */
     revokedAmong: (jtis: string[]): Promise<string[]> => all(db, `SELECT jti FROM revoked_token WHERE jti = ANY($1::text[])`, [jtis], (row: { jti: string }) => row.jti),
 
     /**
