@@ -89,6 +89,24 @@ t.test('failed credentials count towards AUTH_FAILURE_LIMIT: past it, 429 even w
   t.strictSame(await blocked.json(), errorBody(429, 'Too many failed attempts', 'RATE_LIMITED'))
 })
 
+t.test('failures with one key count against that key only: another key, from another address, still streams', async (t) => {
+  const limited = await startApp(t, { AUTH_FAILURE_LIMIT: '2', TRUST_PROXY: '127.0.0.1' })
+  const limitedBase = await listen(limited)
+  const acme = await createTenant(limited, 'Acme')
+  const other = await createTenant(limited, 'Other')
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const failed = await streamCall(limitedBase, { authorization: basic({ keyId: acme.keyId, keySecret: 'wrong' }), 'x-forwarded-for': `10.7.0.${attempt + 1}` })
+    t.equal(failed.status, 401)
+  }
+  const blocked = await streamCall(limitedBase, { authorization: basic(acme), 'x-forwarded-for': '10.7.0.9' })
+  t.equal(blocked.status, 429, 'the guessed-at key is limited, from any address')
+  await blocked.body?.cancel()
+  const controller = new AbortController()
+  const unrelated = await fetch(`${limitedBase}/rest/v1/auth/events`, { headers: { accept: 'text/event-stream', authorization: basic(other), 'x-forwarded-for': '10.7.0.10' }, signal: controller.signal })
+  t.equal(unrelated.status, 200, 'another key from another address is not')
+  controller.abort()
+})
+
 t.test('an unknown type in types= is a 400 VALIDATION_ERROR', async (t) => {
   const acme = await createTenant(node, 'Acme')
   const answer = await streamCall(base, { authorization: basic(acme) }, '?types=tokens.invalidated,nope')

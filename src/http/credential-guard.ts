@@ -25,6 +25,14 @@ export interface CredentialGuardOptions {
   failures: FailureLimits | undefined
 }
 
+// The keyId each request presented, however it carried it: the failure log names it (SPEC §7.3).
+const presentedKeyIds = new WeakMap<FastifyRequest, string>()
+
+/** The keyId the request presented to the guard, if any (at most 128 characters: it is logged). */
+export function presentedKeyId(request: FastifyRequest): string | undefined {
+  return presentedKeyIds.get(request)
+}
+
 export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, failures }: CredentialGuardOptions): CredentialGuard {
   async function admit(request: FastifyRequest, keyId?: string): Promise<void> {
     if (failures === undefined) return
@@ -38,6 +46,7 @@ export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, f
 
   return {
     async apiKey(request, keyId, keySecret) {
+      presentedKeyIds.set(request, keyId.slice(0, 128))
       await admit(request, keyId)
       try {
         return await authenticateApiKey(keyId, keySecret)

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { ApiError, errors, StoreUnavailableError, type ErrorBody } from '../errors.js'
 import { throttledLog } from '../throttled-log.js'
+import { presentedKeyId } from './credential-guard.js'
 
 /**
  * The one place errors become responses: every error body is SPEC's
@@ -21,7 +22,7 @@ export function installErrorHandling(fastify: FastifyInstance): void {
       request.log.error({ ...where, err: error }, 'unexpected error')
     } else if (CREDENTIAL_REFUSALS.has(apiError.code)) {
       // SPEC §7.3: an operator sees who is guessing, and at which key (never the secret).
-      request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode, clientAddress: request.ip, keyId: keyIdOf(request.body) }, apiError.message)
+      request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode, clientAddress: request.ip, keyId: presentedKeyId(request) }, apiError.message)
     } else {
       request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
     }
@@ -34,11 +35,6 @@ export function installErrorHandling(fastify: FastifyInstance): void {
 }
 
 const CREDENTIAL_REFUSALS = new Set(['INVALID_API_CREDENTIALS', 'INVALID_ADMIN_TOKEN', 'RATE_LIMITED'])
-
-function keyIdOf(requestBody: unknown): string | undefined {
-  const keyId = (requestBody as { keyId?: unknown } | null | undefined)?.keyId
-  return typeof keyId === 'string' ? keyId.slice(0, 128) : undefined
-}
 
 export function body(error: ApiError): ErrorBody {
   return { statusCode: error.statusCode, message: error.message, code: error.code }

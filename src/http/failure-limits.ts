@@ -52,20 +52,24 @@ export async function registerFailureLimits(fastify: FastifyInstance, { limit, r
   const window = { max: limit - 1, timeWindow: FAILURE_WINDOW_MS }
   // The default key generator: the client address, IPv6 grouped by /64 (one host's range).
   const byAddress = fastify.createRateLimit(window)
-  const byKey = fastify.createRateLimit({ ...window, keyGenerator: (request) => 'keyId:' + keyIdOf(request) })
+  // The keyId as the caller presented it (a JSON field, HTTP Basic, a form field): the
+  // limiter's key generator sees only the request, so it finds the keyId here.
+  const keyIds = new WeakMap<FastifyRequest, string>()
+  const byKey = fastify.createRateLimit({ ...window, keyGenerator: (request) => 'keyId:' + keyIds.get(request) })
 
-  const limiters = (keyId: string | undefined): Limiter[] => (keyId === undefined ? [byAddress] : [byAddress, byKey])
+  const limiters = (request: FastifyRequest, keyId: string | undefined): Limiter[] => {
+    if (keyId === undefined) return [byAddress]
+    keyIds.set(request, keyId)
+    return [byAddress, byKey]
+  }
   return {
     async blockedFor(request, keyId) {
-      const states = await Promise.all(limiters(keyId).map((check) => check(request, { increment: false })))
+      const states = await Promise.all(limiters(request, keyId).map((check) => check(request, { increment: false })))
       return Math.max(0, ...states.map((state) => (!state.isAllowed && state.isExceeded ? Math.max(1, state.ttl) : 0)))
     },
     async recordFailure(request, keyId) {
-      await Promise.all(limiters(keyId).map((count) => count(request)))
+      await Promise.all(limiters(request, keyId).map((count) => count(request)))
     },
   }
 }
 
-function keyIdOf(request: FastifyRequest): string {
-  return String((request.body as { keyId?: unknown } | undefined)?.keyId)
-}

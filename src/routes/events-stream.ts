@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CredentialGuard } from '../http/credential-guard.js'
 import { errors } from '../errors.js'
 import { errorResponses, Text } from '../http/schemas.js'
+import { basicCredentials } from '../http/basic-credentials.js'
 import { decodeCursor, type Position } from '../stream/cursor.js'
 import type { EventHub } from '../stream/hub.js'
 
@@ -35,15 +36,6 @@ export interface EventStreamRouteOptions {
   credentials: Pick<CredentialGuard, 'apiKey'>
   hub: EventHub
   cursorSecret(): Promise<Buffer>
-}
-
-/** HTTP Basic `keyId:keySecret`; anything else is a pair no key has (the same 401, counted as a failure). */
-function basicCredentials(header: string | undefined): { keyId: string; keySecret: string } {
-  const match = header === undefined ? null : /^Basic +([A-Za-z0-9+/=]{1,1024})$/i.exec(header)
-  const decoded = match === null ? '' : Buffer.from(match[1]!, 'base64').toString('utf8')
-  const colon = decoded.indexOf(':')
-  if (colon < 1) return { keyId: '', keySecret: '' }
-  return { keyId: decoded.slice(0, colon).slice(0, 128), keySecret: decoded.slice(colon + 1).slice(0, 256) }
 }
 
 function typesOf(text: string | undefined): Set<string> | undefined {
