@@ -16,6 +16,8 @@ import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
 import { registerOpenApi } from './http/openapi.js'
 import { eventStreamRoute } from './routes/events-stream.js'
+import { oauthRoutes } from './routes/oauth.js'
+import { createOAuthService } from './auth/oauth.js'
 
 /**
  * The application as a Fastify plugin: routes, error handling and request metrics over the
@@ -39,6 +41,7 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(revokeTokenRoute, { credentials, revoker })
   await fastify.register(verifyRoute, { verifyToken, metrics })
+  await fastify.register(oauthRoutes, { credentials, oauth: createOAuthService({ verifyToken, revoker, keyring }) })
   // The node's event streams end before the server closes: an open one would keep it open.
   const { hub, cursorSecret } = gateway.eventStreams
   fastify.addHook('preClose', (done) => (hub.close(), done()))

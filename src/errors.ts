@@ -70,6 +70,62 @@ export const errors = {
 }
 
 /**
+ * SPEC §9: the OAuth endpoints answer their errors as RFC 6749 §5.2 bodies,
+ * `{"error", "error_description"?}`, not as the error body of §3 (an OAuth client reads
+ * `error`). `oauthErrorOf` says what each of the registry's errors is to such a client.
+ */
+export class OAuthError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly error: string,
+    readonly description?: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description ?? error)
+    this.name = 'OAuthError'
+  }
+}
+
+export interface OAuthErrorBody {
+  error: string
+  error_description?: string
+}
+
+export const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="chat-auth"' }
+
+export const oauthErrors = {
+  invalidClient: () => new OAuthError(401, 'invalid_client', undefined, BASIC_CHALLENGE),
+  invalidRequest: (description: string) => new OAuthError(400, 'invalid_request', description),
+  unauthorizedClient: () => new OAuthError(400, 'unauthorized_client'),
+}
+
+/** What an error of the registry is to an OAuth client (README, "Decisions where the SPEC is silent"). */
+export function oauthErrorOf(error: ApiError): OAuthError {
+  switch (error.code) {
+    case 'INVALID_API_CREDENTIALS':
+      return oauthErrors.invalidClient()
+    // SPEC §7.3's status and Retry-After; the client was not authenticated, so RFC 6749's code for that.
+    case 'RATE_LIMITED':
+      return new OAuthError(429, 'invalid_client', error.message, error.headers)
+    // RFC 7009 §2.2.1: on a 503 the client assumes the token still valid and tries again later,
+    // which is the truth while a key rotation has not reached this node.
+    case 'TOKEN_KEY_UNKNOWN':
+      return new OAuthError(503, 'temporarily_unavailable', error.message, { 'retry-after': '5' })
+    case 'REVOCATION_LIMIT':
+      return new OAuthError(409, 'revocation_limit', error.message)
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return oauthErrors.invalidRequest('Content-Type must be application/x-www-form-urlencoded')
+    case 'INVALID_JSON':
+      return oauthErrors.invalidRequest('The body must be application/x-www-form-urlencoded')
+  }
+  if (error.statusCode === 503) return new OAuthError(503, 'temporarily_unavailable', error.message, error.headers)
+  // 413 and 408 keep their status: the body was not read, whatever it held.
+  if (error.statusCode === 413 || error.statusCode === 408) return new OAuthError(error.statusCode, 'invalid_request', error.message, error.headers)
+  if (error.statusCode >= 400 && error.statusCode < 500) return oauthErrors.invalidRequest(error.message)
+  return new OAuthError(500, 'server_error')
+}
+
+/**
  * The verification denials of SPEC §3.3, in check order. They are data, not
  * exceptions: the verifier returns them on the hot path without building a stack.
  */

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError, errors, StoreUnavailableError, type ErrorBody } from '../errors.js'
 import { throttledLog } from '../throttled-log.js'
 import { presentedKeyId } from './credential-guard.js'
@@ -10,11 +10,33 @@ import { presentedKeyId } from './credential-guard.js'
  * counted in chat_auth_http_requests_total by status).
  */
 export function installErrorHandling(fastify: FastifyInstance): void {
-  const logUnavailable = throttledLog(fastify.log, Date.now, 'error')
+  const logAnswer = errorLog(fastify)
   fastify.setErrorHandler((error, request, reply) => {
-    // The reference page's file server refuses a path that climbs out of its folder with a
-    // 403 no document lists: to a caller it is a path like any other that is not there.
-    const apiError = (error as FastifyError).code === 'FST_STATIC_FORBIDDEN_PATH' ? errors.routeNotFound(request.method, request.url) : toApiError(error as FastifyError)
+    const apiError = toRouteError(error, request)
+    logAnswer(request, error, apiError)
+    return reply.code(apiError.statusCode).headers(apiError.headers).send(body(apiError))
+  })
+  fastify.setNotFoundHandler((request, reply) => {
+    const apiError = errors.routeNotFound(request.method, request.url)
+    return reply.code(404).send(body(apiError))
+  })
+}
+
+/** The registry's error for what a route threw. */
+export function toRouteError(error: unknown, request: FastifyRequest): ApiError {
+  // The reference page's file server refuses a path that climbs out of its folder with a
+  // 403 no document lists: to a caller it is a path like any other that is not there.
+  return (error as FastifyError).code === 'FST_STATIC_FORBIDDEN_PATH' ? errors.routeNotFound(request.method, request.url) : toApiError(error as FastifyError)
+}
+
+/**
+ * How an error answer is logged, whatever body it is sent with (the OAuth endpoints send
+ * RFC 6749 bodies): 5xx at error (a store that is away once per 5 s), a refused credential
+ * at info with its keyId and client address (SPEC §7.3, never the secret), other 4xx at info.
+ */
+export function errorLog(fastify: FastifyInstance): (request: FastifyRequest, error: unknown, apiError: ApiError) => void {
+  const logUnavailable = throttledLog(fastify.log, Date.now, 'error')
+  return (request, error, apiError) => {
     const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
     if (apiError.statusCode === 503) {
       logUnavailable('store unavailable (repeats within 5 s are not logged; chat_auth_http_requests_total counts them)', { ...where, err: error })
@@ -26,12 +48,7 @@ export function installErrorHandling(fastify: FastifyInstance): void {
     } else {
       request.log.info({ ...where, code: apiError.code, statusCode: apiError.statusCode }, apiError.message)
     }
-    return reply.code(apiError.statusCode).headers(apiError.headers).send(body(apiError))
-  })
-  fastify.setNotFoundHandler((request, reply) => {
-    const apiError = errors.routeNotFound(request.method, request.url)
-    return reply.code(404).send(body(apiError))
-  })
+  }
 }
 
 const CREDENTIAL_REFUSALS = new Set(['INVALID_API_CREDENTIALS', 'INVALID_ADMIN_TOKEN', 'RATE_LIMITED'])

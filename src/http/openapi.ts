@@ -11,6 +11,9 @@ export const DOCS_PATH = '/docs'
 const ADMIN_PREFIX = '/admin/v1/'
 const VERIFY_PATH = '/rest/v1/auth/verify'
 const EVENTS_PATH = '/rest/v1/auth/events'
+const OAUTH_PREFIX = '/oauth2/'
+const OAUTH_CLIENT_AUTH =
+  'Client authentication: the API key as HTTP Basic (`keyId:keySecret`, each part form-encoded as RFC 6749 §2.3.1 says; plain ids and secrets are the same encoded) or as the `client_id` and `client_secret` form fields, never both. Errors are RFC 6749 §5.2 bodies, `{"error", "error_description"?}`.'
 
 /** What each endpoint does, for the reference page; keyed by `METHOD url` as the route is registered. */
 const OPERATIONS: Record<string, { summary: string; description?: string }> = {
@@ -37,6 +40,18 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
     summary: "Stream the company's events (Server-Sent Events)",
     description:
       "Authenticated by an API key of the company as HTTP Basic (`keyId:keySecret`). The company's events, oldest first, then live: an event that ends sessions is written before the node acknowledges its change. Resume with `Last-Event-ID` (or `after`): every event committed since, once, in commit order; a cursor too old or not of this company gets `event: reset`. At most MAX_EVENT_STREAMS per node (then 503).",
+  },
+  'POST /oauth2/introspect': {
+    summary: 'Token introspection (RFC 7662)',
+    description:
+      "For a resource server or proxy that speaks OAuth. `{\"active\": true, …}` for a token that passes every check of the verify endpoint and belongs to the asking key's company; `{\"active\": false}` and nothing more for anything else (malformed, expired, revoked by any scope, inactive user or agent, another company's token). 200 either way; `Cache-Control: no-store`. " +
+      OAUTH_CLIENT_AUTH,
+  },
+  'POST /oauth2/revoke': {
+    summary: 'Token revocation (RFC 7009)',
+    description:
+      "Revokes the token as `POST /rest/v1/auth/revoke-token` does, and answers once every node refuses it: 200 with an empty body. A malformed, unknown or expired token also answers 200 (RFC 7009 §2.2); a valid token of another company is 400 `unauthorized_client`, and nothing changes. " +
+      OAUTH_CLIENT_AUTH,
   },
   'GET /healthz': { summary: 'Liveness: the process answers' },
   'GET /readyz': { summary: 'Readiness: the database answers and the node can vouch for its cache' },
@@ -88,6 +103,7 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
       },
       tags: [
         { name: 'tokens', description: 'Issue, verify and revoke tokens (API key in the body)' },
+        { name: 'oauth', description: 'Token introspection and revocation for standard OAuth tooling (RFC 7662, RFC 7009; API key as client credentials)' },
         { name: 'admin', description: 'Companies, agents, API keys and end users (admin token)' },
         { name: 'operations', description: 'Health, readiness, metrics and public keys' },
       ],
@@ -113,14 +129,16 @@ function describe(schema: RouteSchema, url: string, method: string | string[]): 
   const isVerify = url === VERIFY_PATH
   const operation = OPERATIONS[`${methods[0]} ${url}`]
   const isAdmin = url.startsWith(ADMIN_PREFIX)
+  const isOAuth = url.startsWith(OAUTH_PREFIX)
   const errors: Record<string, unknown> = {}
   if (isAdmin) Object.assign(errors, { 401: errorBody(401), 429: errorBody(429) })
-  if (schema.body !== undefined) Object.assign(errors, { 400: errorBody(400), 413: errorBody(413), 415: errorBody(415) })
+  // The OAuth routes list their own (RFC 6749) error bodies, the body parser's among them.
+  if (schema.body !== undefined && !isOAuth) Object.assign(errors, { 400: errorBody(400), 413: errorBody(413), 415: errorBody(415) })
   return {
     ...schema,
     ...operation,
-    tags: [isAdmin ? 'admin' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
-    ...(isAdmin ? { security: [{ adminToken: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH ? { security: [{ apiKeyBasic: [] }] } : {}),
+    tags: [isAdmin ? 'admin' : isOAuth ? 'oauth' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
+    ...(isAdmin ? { security: [{ adminToken: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH || isOAuth ? { security: [{ apiKeyBasic: [] }] } : {}),
     response: { ...errors, ...described(schema.response ?? { 200: {} }) },
   }
 }
