@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
+import * as oauth from 'oauth4webapi'
 import { freshPostgresDatabase } from './support/databases.js'
 import { admin, call, setupCompany, verify } from './support/http-client.js'
 import { startGatewayProcess, type GatewayProcess } from './support/processes.js'
@@ -163,6 +164,30 @@ t.test('three nodes: a change made on one is refused on the others the moment it
         [401, 'TOKEN_REVOKED'],
       ],
     )
+    for (const base of [a, b, c]) t.equal((await verify(base, laptop)).status, 200, 'the other token of the user stays valid')
+  })
+
+  await t.test('revoking one token through OAuth (POST /oauth2/revoke, RFC 7009) on one node', async (t) => {
+    const { token: phone } = await token(a, key, 'oauth-frank')
+    const { token: laptop } = await token(a, key, 'oauth-frank')
+    for (const base of [a, b, c]) t.equal((await verify(base, phone)).status, 200)
+    // A third-party OAuth client, as a proxy or resource server would call it.
+    const server: oauth.AuthorizationServer = { issuer: c, revocation_endpoint: `${c}/oauth2/revoke`, introspection_endpoint: `${a}/oauth2/introspect` }
+    const client: oauth.Client = { client_id: key.keyId }
+    const response = await oauth.revocationRequest(server, client, oauth.ClientSecretBasic(key.keySecret), phone, { [oauth.allowInsecureRequests]: true })
+    t.equal(response.status, 200)
+    await oauth.processRevocationResponse(response)
+    // The 200 means every node already refuses it: verified on the others at once, no retry.
+    const after = await Promise.all([a, b].map((base) => verify(base, phone)))
+    t.same(
+      after.map((v) => [v.status, v.body.code]),
+      [
+        [401, 'TOKEN_REVOKED'],
+        [401, 'TOKEN_REVOKED'],
+      ],
+    )
+    const introspected = await oauth.introspectionRequest(server, client, oauth.ClientSecretPost(key.keySecret), phone, { [oauth.allowInsecureRequests]: true })
+    t.equal((await oauth.processIntrospectionResponse(server, client, introspected)).active, false, 'inactive to introspection on another node')
     for (const base of [a, b, c]) t.equal((await verify(base, laptop)).status, 200, 'the other token of the user stays valid')
   })
 
