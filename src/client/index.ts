@@ -12,9 +12,13 @@
  * `revokeCompanyTokens`/`revokeAgentTokens` (a later cut-off would also revoke tokens
  * issued in between). A write that answered 503 may still have been applied: the gateway
  * could not confirm that every node has seen it; look before you repeat it.
+ *
+ * `oauth.introspect` and `oauth.revoke` call the OAuth endpoints (RFC 7662, RFC 7009) with
+ * the API key as client credentials; both are retried (a read; a revocation is idempotent).
+ * Their errors carry RFC 6749's code (`invalid_client`, `unauthorized_client`, …) as `code`.
  */
 import { isVerified } from './answers.js'
-import { pathSegment } from './input.js'
+import { describe, invalidArgument, pathSegment } from './input.js'
 import { checkCredentials, type ClientOptions } from './options.js'
 import { Transport, type Call } from './transport.js'
 import type {
@@ -24,6 +28,7 @@ import type {
   AuditEvent,
   Company,
   CompanyTokensRevoked,
+  Introspection,
   CreatedApiKey,
   CustomerUser,
   EventPage,
@@ -50,6 +55,8 @@ const id = (value: string) => pathSegment(value, 'an id')
 export class ChatAuthClient {
   /** The admin API (needs `adminToken`). */
   readonly admin: AdminClient
+  /** The OAuth endpoints, for code that speaks RFC 7662 and RFC 7009 (needs `apiKey`). */
+  readonly oauth: OAuthCalls
   private readonly transport: Transport
   private readonly apiKey: ClientOptions['apiKey']
 
@@ -59,6 +66,7 @@ export class ChatAuthClient {
     checkCredentials(options)
     this.apiKey = options.apiKey
     this.admin = new AdminClient(this.transport, options.adminToken)
+    this.oauth = new OAuthCalls(this.transport, options.apiKey)
   }
 
   /** POST /rest/v1/auth/token: a token for your end user `userId`. Not retried. */
@@ -94,6 +102,43 @@ export class ChatAuthClient {
   private credentials(): { keyId: string; keySecret: string } {
     if (this.apiKey === undefined) throw new TypeError('this call needs the client option apiKey: { keyId, keySecret }')
     return { keyId: this.apiKey.keyId, keySecret: this.apiKey.keySecret }
+  }
+}
+
+/**
+ * The OAuth endpoints, with the API key sent as the `client_id` and `client_secret` form
+ * fields. Every call is async, so that a token that is not a string rejects
+ * (INVALID_ARGUMENT) like any other failure instead of throwing.
+ */
+export class OAuthCalls {
+  constructor(
+    private readonly transport: Transport,
+    private readonly apiKey: ClientOptions['apiKey'],
+  ) {}
+
+  /**
+   * POST /oauth2/introspect: `{active: true, sub, exp, …}` for a token that passes every
+   * check of verification and belongs to the key's company; `{active: false}` for anything
+   * else (malformed, expired, revoked, inactive, another company's). Retried.
+   */
+  async introspect(token: string, options: CallOptions = {}): Promise<Introspection> {
+    return this.send('/oauth2/introspect', token, false, options)
+  }
+
+  /**
+   * POST /oauth2/revoke: resolves once every node refuses the token, and also for a
+   * malformed, unknown or expired one (RFC 7009 §2.2); another company's valid token
+   * rejects with 400 `unauthorized_client`. Retried (revoking twice is harmless).
+   */
+  async revoke(token: string, options: CallOptions = {}): Promise<void> {
+    await this.send('/oauth2/revoke', token, true, options)
+  }
+
+  private send<T>(path: string, token: string, emptyAnswer: boolean, options: CallOptions): Promise<T> {
+    if (this.apiKey === undefined) return Promise.reject(new TypeError('this call needs the client option apiKey: { keyId, keySecret }'))
+    if (typeof token !== 'string') return Promise.reject(invalidArgument(`the token must be a string, not ${describe(token)}`))
+    const form = { token, client_id: this.apiKey.keyId, client_secret: this.apiKey.keySecret }
+    return this.transport.send<T>({ method: 'POST', path, form, oauth: { emptyAnswer }, idempotent: true, signal: options.signal })
   }
 }
 

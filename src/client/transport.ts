@@ -9,6 +9,13 @@ export interface Call {
   path: string
   query?: Record<string, string | number | undefined>
   body?: unknown
+  /** an application/x-www-form-urlencoded body instead of JSON (the OAuth endpoints) */
+  form?: Record<string, string>
+  /**
+   * The OAuth endpoints' ways: error bodies are RFC 6749's `{error, error_description?}`
+   * (the ChatAuthError's `code` is `error`), and `emptyAnswer` a success with no body.
+   */
+  oauth?: { emptyAnswer: boolean }
   /** the Authorization header's token, where the call has one (present as a key even when the caller passed undefined: that is checked, not left out) */
   bearer?: string
   /**
@@ -73,8 +80,9 @@ export class Transport {
   private prepare(call: Call): Request {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (call.body !== undefined) headers['content-type'] = 'application/json'
+    if (call.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
     if ('bearer' in call) headers.authorization = `Bearer ${bearerToken(call.bearer)}`
-    const body = call.body === undefined ? undefined : jsonBody(call.body)
+    const body = call.form !== undefined ? new URLSearchParams(call.form).toString() : call.body === undefined ? undefined : jsonBody(call.body)
     return { call, url: this.url(call.path, call.query), headers, body, signal: abortSignal(call.signal) }
   }
 
@@ -91,6 +99,7 @@ export class Transport {
       throw noAnswer(error, url, callerSignal)
     }
     const body = parseJson(text)
+    if (response.ok && call.oauth?.emptyAnswer) return undefined as T
     if (response.ok) {
       if (call.expect !== undefined && (response.status !== call.expect.status || !call.expect.matches(body))) {
         throw new ChatAuthError(response.status, CLIENT_CODES.PROTOCOL_ERROR, `${call.method} ${url.pathname} answered ${response.status} without ${call.expect.what}`)
@@ -125,6 +134,7 @@ function noAnswer(error: unknown, url: URL, callerSignal: AbortSignal | undefine
 
 function answeredError(response: Response, body: unknown, call: Call, url: URL): ChatAuthError {
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'))
+  if (call.oauth !== undefined && isOAuthErrorBody(body)) return new ChatAuthError(response.status, body.error, body.error_description ?? body.error, { retryAfter })
   if (isErrorBody(body, response.status)) return new ChatAuthError(response.status, body.code, body.message, { retryAfter })
   return new ChatAuthError(response.status, CLIENT_CODES.UNEXPECTED_RESPONSE, `${call.method} ${url.pathname} answered ${response.status} without the gateway's error body`, { retryAfter })
 }
@@ -133,6 +143,12 @@ function answeredError(response: Response, body: unknown, call: Call, url: URL):
 function isErrorBody(body: unknown, status: number): body is { statusCode: number; code: string; message: string } {
   const candidate = body as { statusCode?: unknown; code?: unknown; message?: unknown } | null | undefined
   return candidate?.statusCode === status && typeof candidate.code === 'string' && typeof candidate.message === 'string'
+}
+
+/** RFC 6749 §5.2: `{error, error_description?}`, what the OAuth endpoints answer an error with. */
+function isOAuthErrorBody(body: unknown): body is { error: string; error_description?: string } {
+  const candidate = body as { error?: unknown; error_description?: unknown } | null | undefined
+  return typeof candidate?.error === 'string' && (candidate.error_description === undefined || typeof candidate.error_description === 'string')
 }
 
 function parseJson(text: string): unknown {

@@ -39,6 +39,31 @@ export interface Verified {
   expiresAt: string
 }
 
+/**
+ * `POST /oauth2/introspect` (RFC 7662): every field for a token active to the asking key;
+ * `{active: false}` and nothing more for anything else.
+ */
+export type Introspection =
+  | {
+      active: true
+      /** the customer user id */
+      sub: string
+      exp: number
+      iat?: number
+      jti?: string
+      token_type: 'Bearer'
+      /** the keyId that asked */
+      client_id: string
+      iss?: string
+      aud?: string | string[]
+      company_id: string
+      agent_id: string
+      token_version: number
+      /** the customer user's externalId */
+      ext_id: string
+    }
+  | { active: false }
+
 export interface Company {
   id: string
   name: string

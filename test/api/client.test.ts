@@ -136,6 +136,30 @@ t.test('SPEC §7.1: revokeToken, revokeCompanyTokens, revokeAgentTokens', async 
   t.match(await failure(admin.revokeAgentTokens('not-a-uuid')), { statusCode: 404, code: 'NOT_FOUND' })
 })
 
+t.test('SPEC §9: oauth.introspect and oauth.revoke, with RFC 6749 codes for their refusals', async (t) => {
+  const { company, agent, key, client } = await tenant('OAuth')
+  const phone = await client.issueToken({ userId: 'oauth-user' })
+  const laptop = await client.issueToken({ userId: 'oauth-user' })
+  const active = await client.oauth.introspect(phone.token)
+  t.match(active, { active: true, sub: phone.user.id, token_type: 'Bearer', client_id: key.keyId, company_id: company.id, agent_id: agent.id, token_version: 0, ext_id: 'oauth-user' })
+  t.strictSame(await client.oauth.introspect('not-a-token'), { active: false })
+
+  t.equal(await client.oauth.revoke(phone.token), undefined, 'resolves with nothing')
+  t.strictSame(await client.oauth.introspect(phone.token), { active: false }, 'inactive once revoked')
+  t.match(await failure(client.verify(phone.token)), { statusCode: 401, code: 'TOKEN_REVOKED' })
+  t.equal((await client.oauth.introspect(laptop.token)).active, true, 'the user\'s other token stays active')
+  t.equal(await client.oauth.revoke(phone.token), undefined, 'idempotent')
+  t.equal(await client.oauth.revoke('not-a-token'), undefined, 'a malformed token resolves too (RFC 7009)')
+
+  const other = await tenant('OAuth other')
+  t.strictSame(await other.client.oauth.introspect(laptop.token), { active: false }, 'another company\'s token is inactive')
+  t.match(await failure(other.client.oauth.revoke(laptop.token)), { statusCode: 400, code: 'unauthorized_client', message: 'unauthorized_client' })
+  const wrong = new ChatAuthClient({ baseUrl, apiKey: { keyId: key.keyId, keySecret: 'sk_wrong' } })
+  t.match(await failure(wrong.oauth.introspect(laptop.token)), { statusCode: 401, code: 'invalid_client' })
+  t.match(await failure(client.oauth.introspect(42 as unknown as string)), { statusCode: 0, code: CLIENT_CODES.INVALID_ARGUMENT })
+  await t.rejects(new ChatAuthClient({ baseUrl }).oauth.introspect(laptop.token), new TypeError('this call needs the client option apiKey: { keyId, keySecret }'))
+})
+
 t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page', async (t) => {
   const { company, key, client } = await tenant('Audit')
   const issued = await client.issueToken({ userId: 'audited' })
