@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, VARIABLES, type Variable } from './config.js'
 import { adminCall, adminUsage, howToCheckWrite, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, CLIENT_CODES, type AdminClient } from './client/index.js'
+import { oauthCall, oauthKey, oauthUsage } from './oauth-calls.js'
 
 const USAGE = `chat-auth — chat token gateway
 
@@ -15,7 +16,9 @@ Usage:
 
 Admin calls against a running node (--url URL, --admin-token TOKEN):
 ${adminUsage()}
-Environment read by the admin calls (name, default, meaning):
+Token introspection and revocation as an OAuth client of a running node (--url URL, --key-id KEY_ID):
+${oauthUsage()}
+Environment read by the admin and oauth calls (name, default, meaning):
 ${variableList(CLIENT_VARIABLES)}
 
 Environment read by serve and migrate (name, default, meaning; the README says more):
@@ -30,6 +33,7 @@ function parseCommandLine(argv: string[]) {
       options: {
         url: { type: 'string' },
         'admin-token': { type: 'string' },
+        'key-id': { type: 'string' },
         name: { type: 'string' },
         'default-agent-id': { type: 'string' },
         active: { type: 'string' },
@@ -54,7 +58,8 @@ async function main(argv: string[]): Promise<number> {
     return 0
   }
   if (values.help || command === undefined || command === 'help') {
-    if (command !== undefined && isAdminGroup(command)) process.stdout.write(`Usage:\n${adminUsage(command)}`)
+    if (command === 'oauth') process.stdout.write(`Usage:\n${oauthUsage()}`)
+    else if (command !== undefined && isAdminGroup(command)) process.stdout.write(`Usage:\n${adminUsage(command)}`)
     else process.stdout.write(USAGE)
     return command === undefined && !values.help ? 1 : 0
   }
@@ -83,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const settings = loadClientConfig()
+  if (command === 'oauth') return runOAuthCall(action ?? '', id, values['key-id'] ?? settings.keyId, settings.keySecret, values.url ?? settings.url)
   const call = adminCall(command, action ?? '', id, values)
   const adminToken = values['admin-token'] ?? settings.adminToken
   if (!adminToken) throw new UsageError('set ADMIN_TOKEN or pass --admin-token')
@@ -101,6 +107,30 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(JSON.stringify(error, null, 2) + '\n' + (note && `chat-auth: ${note}\n`))
     return 1
   }
+}
+
+/** `chat-auth oauth introspect|revoke TOKEN|-`: the answer on stdout, the error body on stderr. */
+async function runOAuthCall(action: string, tokenArgument: string | undefined, keyId: string | undefined, keySecret: string | undefined, base: string): Promise<number> {
+  const { call, token } = await oauthCall(action, tokenArgument, readStdin)
+  const client = new ChatAuthClient({ baseUrl: base, apiKey: oauthKey(keyId, keySecret) })
+  try {
+    if (call === 'introspect') process.stdout.write(JSON.stringify(await client.oauth.introspect(token), null, 2) + '\n')
+    else await client.oauth.revoke(token)
+    return 0
+  } catch (error) {
+    if (!(error instanceof ChatAuthError)) throw error
+    // Revoking again is harmless: no doubt to explain, as there is for the admin writes.
+    if (error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT) throw new Unreachable(base, error, '')
+    if (error.statusCode === 0) throw error
+    process.stderr.write(JSON.stringify(error, null, 2) + '\n')
+    return 1
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /**
@@ -158,7 +188,7 @@ main(process.argv.slice(2)).then(
   (error) => {
     if (error instanceof ConfigError) process.stderr.write(`chat-auth: configuration error: ${error.message}\n`)
     else if (error instanceof UsageError) {
-      const usage = error.group === undefined ? USAGE : `Usage:\n${adminUsage(error.group)}`
+      const usage = error.group === undefined ? USAGE : `Usage:\n${error.group === 'oauth' ? oauthUsage() : adminUsage(error.group)}`
       process.stderr.write(`chat-auth: ${error.message}\n\n${usage}`)
     } else process.stderr.write(`chat-auth: ${error instanceof Error ? error.message : String(error)}\n`)
     process.exitCode = error instanceof UsageError ? 2 : 1

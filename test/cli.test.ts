@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { adminCall, howToCheckWrite } from '../src/admin-calls.js'
+import { oauthCall } from '../src/oauth-calls.js'
 import { ADMIN_TOKEN, freshPostgresDatabase, startApp, storeEnv, storeIndependentTest } from './support/helpers.js'
 import { waitFor } from './support/poll.js'
 import { freePort } from './support/ports.js'
@@ -32,6 +33,16 @@ storeIndependentTest('every admin subcommand maps to its call of the client', as
   t.throws(() => adminCall('companies', 'create', undefined, {}), /--name/)
   t.throws(() => adminCall('nothing', 'here', undefined, {}), /unknown command/)
   t.throws(() => adminCall('companies', '', undefined, {}), /needs an action/)
+})
+
+storeIndependentTest('the oauth subcommands: introspect and revoke, the token as an argument or on stdin', async (t) => {
+  const stdin = async () => '  eyJ.token.from-stdin\n'
+  t.same(await oauthCall('introspect', 'eyJ.a.b', stdin), { call: 'introspect', token: 'eyJ.a.b' })
+  t.same(await oauthCall('revoke', '-', stdin), { call: 'revoke', token: 'eyJ.token.from-stdin' })
+  await t.rejects(oauthCall('revoke', undefined, stdin), /needs a token/)
+  await t.rejects(oauthCall('inspect', 'x', stdin), /oauth has no action "inspect"/)
+  await t.rejects(oauthCall('', 'x', stdin), /needs an action: introspect, revoke/)
+  await t.rejects(oauthCall('introspect', '-', async () => '\n'), /no token on stdin/)
 })
 
 storeIndependentTest('every write says how to check whether it was applied; reads say nothing', async (t) => {
@@ -94,6 +105,34 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const listed = await cli('api-keys', 'list', company.id)
   t.equal(listed.length, 1)
   t.notOk(JSON.stringify(listed).includes(key.keySecret), 'the secret is never listed')
+
+  // SPEC §9 as an OAuth client: the key from the environment, the token as an argument or on stdin.
+  const issued = await fetch(`${node.url}/rest/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyId: key.keyId, keySecret: key.keySecret, userId: 'cli-user' }) })
+  const { token, user } = (await issued.json()) as { token: string; user: { id: string } }
+  const keyEnv = { ...env, CHAT_AUTH_KEY_ID: key.keyId, CHAT_AUTH_KEY_SECRET: key.keySecret }
+  const oauthCli = (args: string[], extra: Record<string, string> = {}, stdin?: string) => {
+    const pending = run(process.execPath, [CLI, 'oauth', ...args, '--url', node.url], { env: { ...keyEnv, ...extra } })
+    pending.child.stdin?.end(stdin ?? '')
+    return pending.then(
+      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+      (failed: { code: number; stdout: string; stderr: string }) => ({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }),
+    )
+  }
+  const introspected = await oauthCli(['introspect', token])
+  t.equal(introspected.code, 0)
+  t.match(JSON.parse(introspected.stdout), { active: true, sub: user.id, client_id: key.keyId, company_id: company.id, agent_id: agent.id, ext_id: 'cli-user', token_type: 'Bearer' })
+  const wrongKey = await oauthCli(['introspect', token], { CHAT_AUTH_KEY_SECRET: 'sk_wrong' })
+  t.equal(wrongKey.code, 1)
+  t.same(JSON.parse(wrongKey.stderr), { statusCode: 401, code: 'invalid_client', message: 'invalid_client' }, 'the refusal on stderr')
+  const revokedByCli = await oauthCli(['revoke', '-'], {}, token + '\n')
+  t.same([revokedByCli.code, revokedByCli.stdout], [0, ''], 'revoke, the token read from stdin: prints nothing')
+  t.same(JSON.parse((await oauthCli(['introspect', '-'], {}, token)).stdout), { active: false }, 'inactive once revoked')
+  t.equal((await fetch(`${node.url}/rest/v1/auth/verify`, { headers: { authorization: `Bearer ${token}` } })).status, 401, 'refused by verify')
+  const noSecret = await oauthCli(['introspect', token], { CHAT_AUTH_KEY_SECRET: '' })
+  t.equal(noSecret.code, 2)
+  t.match(noSecret.stderr, /set CHAT_AUTH_KEY_SECRET/)
+  t.match(noSecret.stderr, /chat-auth oauth introspect TOKEN\|-/, 'with the usage of the oauth calls')
+
   t.equal((await cli('companies', 'revoke-tokens', company.id)).companyId, company.id)
   t.equal((await cli('agents', 'revoke-tokens', agent.id)).agentId, agent.id)
   t.equal((await cli('agents', 'update', agent.id, '--active', 'false')).active, false)
@@ -101,7 +140,7 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const events = await cli('events', 'list', company.id, '--limit', '2')
   t.same(events.events.map((e: { type: string }) => e.type), ['api_key.revoked', 'agent.deactivated'], 'newest first, two of them')
   const older = await cli('events', 'list', company.id, '--limit', '500', '--before', events.next)
-  t.same(older.events.map((e: { type: string }) => e.type), ['agent.tokens_revoked', 'company.tokens_revoked', 'api_key.created'], 'the next page from the cursor')
+  t.same(older.events.map((e: { type: string }) => e.type), ['agent.tokens_revoked', 'company.tokens_revoked', 'token.revoked', 'api_key.created'], 'the next page from the cursor (the oauth revoke among them)')
   t.equal(older.next, null)
 
   const failed = await run(process.execPath, [CLI, 'companies', 'get', company.id, '--url', node.url, '--admin-token', 'wrong-token-0123456789'], { env }).catch((e) => e)

@@ -97,9 +97,11 @@ function redisConnection(values: Values, isSet: (name: string) => boolean): Redi
 export interface ClientConfig {
   url: string
   adminToken: string | undefined
+  keyId: string | undefined
+  keySecret: string | undefined
 }
 
 export function parseClientConfig(env: Env): ClientConfig {
-  const { CHAT_AUTH_URL, ADMIN_TOKEN, HOST, PORT } = readVariables(CLIENT_VARIABLES, env)
-  return { url: CHAT_AUTH_URL ?? `http://${HOST === '0.0.0.0' ? '127.0.0.1' : HOST}:${PORT}`, adminToken: ADMIN_TOKEN }
+  const { CHAT_AUTH_URL, ADMIN_TOKEN, CHAT_AUTH_KEY_ID, CHAT_AUTH_KEY_SECRET, HOST, PORT } = readVariables(CLIENT_VARIABLES, env)
+  return { url: CHAT_AUTH_URL ?? `http://${HOST === '0.0.0.0' ? '127.0.0.1' : HOST}:${PORT}`, adminToken: ADMIN_TOKEN, keyId: CHAT_AUTH_KEY_ID, keySecret: CHAT_AUTH_KEY_SECRET }
 }

@@ -67,10 +67,13 @@ export type VariableName = keyof typeof VARIABLES
 /** The variables this service reads, in the order of the README's table. */
 export const CONFIG_VARIABLES = Object.keys(VARIABLES) as VariableName[]
 
-/** What the CLI's admin calls read; they never start a node, so they read nothing else. */
+/** What the CLI's admin and oauth calls read; they never start a node, so they read nothing else. */
 export const CLIENT_VARIABLES = {
   CHAT_AUTH_URL: url(['http:', 'https:'], { unset: 'http://$HOST:$PORT', help: 'the node to call; --url wins' }),
   ADMIN_TOKEN: text({ help: 'the admin token to send; --admin-token wins' }),
+  CHAT_AUTH_KEY_ID: text({ help: 'the API key id for the oauth calls; --key-id wins' }),
+  // No flag for the secret: a command line is visible to every user of the machine.
+  CHAT_AUTH_KEY_SECRET: text({ help: 'the API key secret for the oauth calls' }),
   HOST: text({ default: '127.0.0.1', help: 'host of the default URL, when CHAT_AUTH_URL is not set' }),
   PORT: integer(1, 65535, { default: '3000', help: 'port of the default URL, when CHAT_AUTH_URL is not set' }),
 } satisfies Record<string, Variable<unknown>>
