@@ -27,6 +27,7 @@ import {
   type TestApp,
 } from '../support/helpers.js'
 import { TOKEN_REVOKED } from '../support/spec-bodies.js'
+import { migratedPglite } from '../support/pglite-template.js'
 
 const ISSUER = 'https://chat-auth.example'
 const AUDIENCE = 'chat-backend'
@@ -38,7 +39,9 @@ async function listen(node: TestApp): Promise<string> {
   return `http://127.0.0.1:${(node.app.server.address() as AddressInfo).port}`
 }
 
-const node = await startApp(t, { JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE })
+// Every call comes from 127.0.0.1: the refusals of this file would add up past the default
+// failure limit, which its own test below checks on a node of its own.
+const node = await startApp(t, { JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, AUTH_FAILURE_LIMIT: '1000' })
 const base = await listen(node)
 const server: oauth.AuthorizationServer = { issuer: base, introspection_endpoint: `${base}/oauth2/introspect`, revocation_endpoint: `${base}/oauth2/revoke` }
 const insecure = { [oauth.allowInsecureRequests]: true }
@@ -370,4 +373,44 @@ t.test('the API description lists both: a form body, their answers, RFC 6749 err
   const introspection = paths['/oauth2/introspect']!.post.responses['200']!.content!['application/json']!.schema
   t.strictSame(Object.keys(introspection.properties).sort(), ['active', 'agent_id', 'aud', 'client_id', 'company_id', 'exp', 'ext_id', 'iat', 'iss', 'jti', 'sub', 'token_type', 'token_version'].sort())
   t.equal(paths['/oauth2/revoke']!.post.responses['200']!.content, undefined, 'revoke answers an empty body')
+})
+
+t.test('a revoked API key is invalid_client; a token under a signing key this node lacks cannot be revoked here (503)', async (t) => {
+  const acme = await newTenant()
+  const issued = await issueToken(node, acme, 'ivan')
+  // A kid no key of this node has: mid-rotation, another node may accept the token.
+  const unknownKid = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: 'kid-of-another-node' }, decodeToken(issued.token).payload, 'z'.repeat(48))
+  const before = await snapshotRows(node)
+  const refused = await post('/oauth2/revoke', form({ token: unknownKid }), { ...FORM, authorization: basicHeader(acme.keyId, acme.keySecret) })
+  t.equal(refused.status, 503)
+  t.strictSame(refused.json, { error: 'temporarily_unavailable', error_description: 'Token is signed with a key this node does not know (a key rotation under way?)' })
+  t.equal(refused.headers.get('retry-after'), '5')
+  t.strictSame((await introspect(acme, unknownKid)).body, { active: false }, 'inactive to introspection: this node would refuse it')
+  t.equal(await snapshotRows(node), before, 'nothing written')
+
+  t.equal((await node.admin('DELETE', `/admin/v1/api-keys/${acme.keyId}`)).statusCode, 200)
+  for (const path of ['/oauth2/introspect', '/oauth2/revoke']) {
+    const answer = await post(path, form({ token: issued.token }), { ...FORM, authorization: basicHeader(acme.keyId, acme.keySecret) })
+    t.equal(answer.status, 401, `${path}: a revoked key`)
+    t.strictSame(answer.json, INVALID_CLIENT)
+  }
+})
+
+t.test('a store that cannot answer: 503 temporarily_unavailable with Retry-After, never "active": true', async (t) => {
+  const db = await migratedPglite()
+  const away = await startApp(t, { DATA_DIR: 'memory://' }, { db })
+  const awayBase = await listen(away)
+  const acme = await createTenant(away, 'Away')
+  const issued = await issueToken(away, acme, 'judy')
+  const call = (path: string, token: string) => fetch(`${awayBase}${path}`, { method: 'POST', headers: { ...FORM, authorization: basicHeader(acme.keyId, acme.keySecret) }, body: form({ token }) })
+  t.equal((await call('/oauth2/introspect', issued.token)).status, 200, 'control')
+  await db.close()
+  // a user no cache holds: its verification must read the store
+  const uncached = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...decodeToken(issued.token).payload, sub: randomUUID(), jti: randomUUID() })
+  for (const [path, token] of [['/oauth2/introspect', uncached], ['/oauth2/revoke', issued.token]] as const) {
+    const answer = await call(path, token)
+    t.equal(answer.status, 503, path)
+    t.strictSame(await answer.json(), { error: 'temporarily_unavailable', error_description: 'Service temporarily unavailable' }, path)
+    t.equal(answer.headers.get('retry-after'), '1', path)
+  }
 })
