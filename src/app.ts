@@ -41,7 +41,7 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(revokeTokenRoute, { credentials, revoker })
   await fastify.register(verifyRoute, { verifyToken, metrics })
-  await fastify.register(oauthRoutes, { credentials, oauth: createOAuthService({ verifyToken, revoker, keyring }) })
+  await fastify.register(oauthRoutes, { credentials, oauth: createOAuthService({ verifyToken, revoker }) })
   // The node's event streams end before the server closes: an open one would keep it open.
   const { hub, cursorSecret } = gateway.eventStreams
   fastify.addHook('preClose', (done) => (hub.close(), done()))

@@ -1,4 +1,3 @@
-import type { Keyring } from '../jwt/keyring.js'
 import { ApiError, oauthErrors } from '../errors.js'
 import type { TokenRevoker } from './revoke-token.js'
 import type { VerifyToken } from './verify.js'
@@ -49,12 +48,11 @@ export interface OAuthService {
 export interface OAuthServiceOptions {
   verifyToken: VerifyToken
   revoker: TokenRevoker
-  keyring: Pick<Keyring, 'verify'>
 }
 
 const INACTIVE: Introspection = Object.freeze({ active: false })
 
-export function createOAuthService({ verifyToken, revoker, keyring }: OAuthServiceOptions): OAuthService {
+export function createOAuthService({ verifyToken, revoker }: OAuthServiceOptions): OAuthService {
   return {
     async introspect(client, token) {
       const verdict = await verifyToken(token)
@@ -84,10 +82,11 @@ export function createOAuthService({ verifyToken, revoker, keyring }: OAuthServi
         await revoker.revoke(client, token)
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== 'TOKEN_NOT_FOUND') throw error
-        // Not a token this key may revoke. One we signed for another company is refused
-        // (SPEC §9.2); anything else is no token at all, which RFC 7009 §2.2 answers with 200.
-        const claims = keyring.verify(token)
-        if (claims !== undefined && typeof claims.companyId === 'string' && claims.companyId !== client.companyId) throw oauthErrors.unauthorizedClient()
+        // Not a token this key may revoke. A valid one of another company (it passes every
+        // check of verification) is refused (SPEC §9.2); anything else, another company's
+        // expired or revoked token included, is no valid token at all: RFC 7009 §2.2's 200.
+        const verdict = await verifyToken(token)
+        if (verdict.ok && verdict.identity.user.companyId !== client.companyId) throw oauthErrors.unauthorizedClient()
       }
     },
   }

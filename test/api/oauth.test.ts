@@ -293,6 +293,10 @@ t.test('revoke: another company\'s valid token is 400 {"error":"unauthorized_cli
     t.strictSame(await response.clone().json(), { error: 'unauthorized_client' })
     await t.rejects(oauth.processRevocationResponse(response), { name: 'ResponseBodyError', error: 'unauthorized_client', status: 400 })
   }
+  // Another company's token that is no longer valid is no token at all to this key: 200.
+  const expired = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...decodeToken(foreign.token).payload, jti: randomUUID(), iat: nowSeconds() - 120, exp: nowSeconds() - 60 })
+  const answer = await revoke(acme, expired)
+  t.same([answer.status, answer.body], [200, ''], 'another company\'s expired token: 200, empty')
   t.equal(await snapshotRows(node), before, 'no row')
   t.strictSame([await eventTypes(acme.companyId), await eventTypes(other.companyId)], eventsBefore, 'no event')
   t.equal((await verify(node, foreign.token)).statusCode, 200, 'the token is still valid')
