@@ -46,7 +46,7 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   const { hub, cursorSecret } = gateway.eventStreams
   fastify.addHook('preClose', (done) => (hub.close(), done()))
   await fastify.register(eventStreamRoute, { credentials, hub, cursorSecret })
-  await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state })
+  await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds })
   await fastify.register(adminRoutes, { credentials, store, changes, prefix: '/admin/v1' })
 }
 

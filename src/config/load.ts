@@ -21,6 +21,7 @@ export function parseConfig(env: Env): Config {
     },
     maxClockSkewSeconds: values.MAX_CLOCK_SKEW,
     tokenMaxTtlSeconds: values.TOKEN_MAX_TTL,
+    jwksMaxAgeSeconds: values.JWKS_MAX_AGE,
     logLevel: values.LOG_LEVEL,
     bodyLimitBytes: values.BODY_LIMIT,
     cacheSize: values.CACHE_SIZE,

@@ -18,6 +18,8 @@ export interface Config {
    */
   maxClockSkewSeconds: number
   tokenMaxTtlSeconds: number
+  /** Cache-Control max-age of /.well-known/jwks.json (JWKS_MAX_AGE): how long a published key set may be kept */
+  jwksMaxAgeSeconds: number
   logLevel: LogLevel
   bodyLimitBytes: number
   /** users, agents and API keys each held in an LRU of this many entries */

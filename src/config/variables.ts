@@ -32,6 +32,8 @@ export const VARIABLES = {
   JWT_ISSUER: text({ help: 'iss claim written and required' }),
   JWT_AUDIENCE: text({ help: 'aud claim written and required' }),
   JWT_CLOCK_TOLERANCE: integer(0, 3600, { default: '0', help: 'seconds of leeway on exp' }),
+  // The README's key rotation waits this long between its phases: a client may use a key set this old.
+  JWKS_MAX_AGE: integer(0, 86_400, { default: '300', help: 'seconds clients and proxies may cache /.well-known/jwks.json (Cache-Control max-age)' }),
   // The bound the revocations' retention counts on (exp + JWT_CLOCK_TOLERANCE + this); a node measures its own offset against it.
   MAX_CLOCK_SKEW: span(3600, { default: '1s', help: "the most a node's clock may be off PostgreSQL's (<n>ms, <n>s or <n>m); past it /readyz answers 503" }),
   // JavaScript dates end in the year 275760: a longer lifetime would make an expiry no date can hold.

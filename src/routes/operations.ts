@@ -6,6 +6,7 @@ import type { Keyring } from '../jwt/keyring.js'
 import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.js'
 import type { Store } from '../store/store.js'
 import type { ClockState } from '../clock/offset.js'
+import { entityTag, ifNoneMatchHits } from '../http/conditional.js'
 
 const READINESS_TIMEOUT_MS = 2000
 
@@ -24,6 +25,7 @@ const Readiness = Type.Object({
 })
 // Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
 const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
+const NotModified = { description: 'The If-None-Match header names the current key set (its ETag, or *): no body', type: 'null' }
 const MetricsText = { description: 'Prometheus text format', content: { 'text/plain': { schema: Type.String() } } }
 
 export interface OperationsRoutesOptions {
@@ -37,10 +39,12 @@ export interface OperationsRoutesOptions {
   revocationsLoaded: () => boolean
   /** this node's clock against PostgreSQL's (clock/offset.ts) */
   clock: () => ClockState
+  /** how long a client may keep the key set before asking again (JWKS_MAX_AGE) */
+  jwksMaxAgeSeconds: number
 }
 
-/** SPEC §3.4: liveness, readiness and Prometheus metrics. */
-export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp, revocationsLoaded, clock }: OperationsRoutesOptions): Promise<void> {
+/** SPEC §3.4: liveness, readiness and Prometheus metrics; §9.4: the public keys, cached and revalidated. */
+export async function operationsRoutes(fastify: FastifyInstance, { store, bus: channel, metrics, keyring, warmedUp, revocationsLoaded, clock, jwksMaxAgeSeconds }: OperationsRoutesOptions): Promise<void> {
   fastify.get('/healthz', { schema: { response: { 200: Health } } }, async () => ({ status: 'ok' as const }))
 
   const notReady = {
@@ -80,7 +84,14 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
     reply.type(METRICS_CONTENT_TYPE).send(await metrics.render()),
   )
 
-  fastify.get('/.well-known/jwks.json', { schema: { response: { 200: Jwks } } }, async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=300').send(keyring.jwks()),
-  )
+  // Cached by clients and proxies for max-age, then revalidated: the ETag is of the bytes
+  // sent, so it changes exactly when the key set does (a rotation's phase), on every node alike.
+  const cacheControl = `public, max-age=${jwksMaxAgeSeconds}`
+  fastify.get('/.well-known/jwks.json', { schema: { response: { 200: Jwks, 304: NotModified } } }, async (request, reply) => {
+    const body = JSON.stringify(keyring.jwks())
+    const etag = entityTag(body)
+    reply.header('cache-control', cacheControl).header('etag', etag)
+    if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send()
+    return reply.type('application/json; charset=utf-8').send(body)
+  })
 }
