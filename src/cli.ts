@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, VARIABLES, type Variable } from './config.js'
+import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, tracingRequested, VARIABLES, type Variable } from './config.js'
 import { adminCall, adminUsage, howToCheckWrite, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, CLIENT_CODES, type AdminClient } from './client/index.js'
 import { oauthCall, oauthKey, oauthUsage } from './oauth-calls.js'
@@ -66,11 +66,13 @@ async function main(argv: string[]): Promise<number> {
 
   // The server's modules load only for serve and migrate: an admin call needs the client alone.
   if (command === 'serve') {
+    // Before the server's modules: the instrumentation must see pg and ioredis load.
+    const telemetry = tracingRequested() ? await (await import('./telemetry/start.js')).startTracing() : undefined
     const [{ createLogger }, { closeOnSignals, startServer }] = await Promise.all([import('./logger.js'), import('./server.js')])
     const config = loadConfig()
     const logger = createLogger(config)
     const server = await startServer(config, logger)
-    closeOnSignals(server, logger)
+    closeOnSignals(server, logger, telemetry?.shutdown)
     return -1 // keep running
   }
 

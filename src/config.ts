@@ -16,6 +16,19 @@ export function loadClientConfig(env: Env = process.env): ClientConfig {
   return parseClientConfig(env)
 }
 
+/**
+ * Whether this node exports traces (the README's "OpenTelemetry"): an OTLP endpoint, or a
+ * trace exporter named, in the standard OpenTelemetry variables, and the SDK not disabled.
+ * The rest of those variables the OpenTelemetry SDK reads itself, and only then: without
+ * them, nothing of OpenTelemetry is loaded.
+ */
+export function tracingRequested(env: Env = process.env): boolean {
+  const set = (name: string) => (env[name] ?? '').trim() !== ''
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((name) => name.trim().toLowerCase()).filter(Boolean)
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true' || exporters.includes('none')) return false
+  return set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') || exporters.length > 0
+}
+
 export type { ClientConfig } from './config/load.js'
 export { parseDuration } from './config/kinds.js'
 export { CLIENT_VARIABLES, CONFIG_VARIABLES, VARIABLES, type VariableName } from './config/variables.js'

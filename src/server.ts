@@ -44,7 +44,8 @@ export async function startServer(config: Config, logger: Logger, print: (text: 
   }
 }
 
-export function closeOnSignals(server: RunningServer, logger: Logger): void {
+/** `flush`: what must still leave before the process exits, once the server closed (the traces' last batch). */
+export function closeOnSignals(server: RunningServer, logger: Logger, flush: () => Promise<void> = async () => {}): void {
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
@@ -54,7 +55,12 @@ export function closeOnSignals(server: RunningServer, logger: Logger): void {
       logger.error('graceful shutdown timed out')
       process.exit(1)
     }, SHUTDOWN_GRACE_MS).unref()
-    drainThenClose(server).then(
+    const closeThenFlush = async () => {
+      await drainThenClose(server)
+      // A trace export that fails is not a failed shutdown.
+      await flush().catch((error) => logger.warn({ err: error }, 'flushing traces failed'))
+    }
+    closeThenFlush().then(
       () => {
         clearTimeout(forced)
         process.exit(0)

@@ -35,6 +35,7 @@ const ONCE = [
   'test/revocation-load.test.ts',
   'test/sessions.test.ts',
   'test/setup.test.ts',
+  'test/telemetry.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
 ]

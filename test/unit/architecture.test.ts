@@ -57,6 +57,15 @@ rule('the client (chat-auth-gateway/client) imports nothing but its own files: n
   !inside(target, 'src/client'),
 )
 rule('the server never imports the client (only the CLI uses it)', src.filter((f) => !inside(f, 'src/client') && !['src/cli.ts', 'src/admin-calls.ts'].includes(f)), (target) => inside(target, 'src/client'))
+rule('only telemetry/ imports OpenTelemetry (the rest marks its steps on trace-points.ts, Node\'s diagnostics channels)', src.filter((f) => !inside(f, 'src/telemetry')), (target) =>
+  target.startsWith('@opentelemetry/') || target === '@fastify/otel',
+)
+rule('only the CLI imports telemetry/ (dynamically, for serve, when OTEL_* variables ask for traces)', src.filter((f) => !inside(f, 'src/telemetry') && f !== 'src/cli.ts'), (target) => inside(target, 'src/telemetry'))
+t.test('the CLI imports telemetry/ only dynamically', async (t) => {
+  const text = readFileSync(join(ROOT, 'src/cli.ts'), 'utf8')
+  t.notMatch(text, /^\s*import\s[^(]*from\s+['"]\.\/telemetry\//m, 'no static import')
+  t.match(text, /import\(['"]\.\/telemetry\/start\.js['"]\)/, 'a dynamic one')
+})
 rule('the test toolkit imports no test, no chaos code and no bench code', sources('test/support'), (target) =>
   /\.test\.ts$/.test(target) || inside(target, 'test/chaos', 'bench'),
 )

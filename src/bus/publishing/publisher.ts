@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreUnavailableError } from '../../errors.js'
 import type { RowChanged } from '../../domain.js'
+import { acknowledgementWait, traced, type AcknowledgementWait } from '../../trace-points.js'
 import type { AckMessage, MessageCodec } from '../messages/messages.js'
 import type { PublishReply, Registry } from './registry.js'
 
@@ -109,25 +110,33 @@ export function createPublisher(options: PublisherOptions): Publisher {
       }
       const repliedAt = now()
       const waitFor = reply.nodes.filter((node) => node !== nodeId)
-      // Every receiver must be accounted for: a subscriber Redis counted that is not in
-      // the registry (its entry removed by someone, or not made yet) is waited out.
-      const unknownReceivers = reply.receivers > waitFor.length + 1
-      const leaseDeadline = repliedAt + options.writerWaitMs
-      const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
-      const [allAcked, primarySince] = await Promise.all([waitForAcks(entry, waitFor, leaseDeadline), confirmPrimary(reply, repliedAt, startedAt)])
-      if (primarySince === undefined) {
-        options.onOutcome('failed', now() - startedAt, [])
-        throw new StoreUnavailableError('invalidation channel unavailable: the server that took the publish is not the primary the sentinels name')
-      }
-      // Nodes still on a previous primary stop trusting within a lease of the majority naming this one.
-      const primaryDeadline = primarySince + options.writerWaitMs
-      const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0, primaryDeadline)
-      if (now() < deadline) await sleep(deadline - now())
-      const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
-      options.onOutcome(outcome, now() - startedAt, allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n)))
+      await traced(acknowledgementWait, () => ({ nodes: waitFor.length }), (trace) => settle(entry, reply, waitFor, repliedAt, startedAt, trace))
     } finally {
       pending.delete(id)
     }
+  }
+
+  /** Waits for the acknowledgements of `waitFor` (and whatever else must be waited out), then reports the outcome. */
+  async function settle(entry: Pending, reply: PublishReply, waitFor: string[], repliedAt: number, startedAt: number, trace: AcknowledgementWait | undefined): Promise<void> {
+    // Every receiver must be accounted for: a subscriber Redis counted that is not in
+    // the registry (its entry removed by someone, or not made yet) is waited out.
+    const unknownReceivers = reply.receivers > waitFor.length + 1
+    const leaseDeadline = repliedAt + options.writerWaitMs
+    const youthDeadline = reply.instanceAgeMs < options.youthMs ? repliedAt + (options.youthMs - reply.instanceAgeMs) : 0
+    const [allAcked, primarySince] = await Promise.all([waitForAcks(entry, waitFor, leaseDeadline), confirmPrimary(reply, repliedAt, startedAt)])
+    if (primarySince === undefined) {
+      options.onOutcome('failed', now() - startedAt, [])
+      if (trace) trace.outcome = 'failed'
+      throw new StoreUnavailableError('invalidation channel unavailable: the server that took the publish is not the primary the sentinels name')
+    }
+    // Nodes still on a previous primary stop trusting within a lease of the majority naming this one.
+    const primaryDeadline = primarySince + options.writerWaitMs
+    const deadline = Math.max(youthDeadline, unknownReceivers ? leaseDeadline : 0, primaryDeadline)
+    if (now() < deadline) await sleep(deadline - now())
+    const outcome = !allAcked ? 'lease_expired' : unknownReceivers ? 'unknown_receivers' : 'acked'
+    const missing = allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n))
+    options.onOutcome(outcome, now() - startedAt, missing)
+    if (trace) Object.assign(trace, { outcome, missing: missing.length })
   }
 
   return {
