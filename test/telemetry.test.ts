@@ -140,13 +140,16 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   const invalidated = await call(traced.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: issued.body.user.id })
   t.equal(invalidated.status, 200)
   t.equal((await call(plain.url, 'GET', '/rest/v1/auth/verify', undefined, { authorization: `Bearer ${issued.body.token}` })).status, 401, 'the untraced node refuses the token: it acknowledged the change')
+  // A client that puts a token in the query string: the span keeps the path alone.
+  t.equal((await call(traced.url, 'GET', `/rest/v1/auth/verify?access_token=${issued.body.token}`, undefined, { authorization: `Bearer ${issued.body.token}` })).status, 401)
 
   const request = (route: string) => receiver.spans.find((s) => s.attributes['http.route'] === route && s.kind === SPAN_KIND_SERVER)
+  const verifyRoute = '/rest/v1/auth/verify'
   const ackWait = () => receiver.spans.find((s) => s.name === 'wait for acknowledgements')
-  await waitFor('the spans of both requests and of the acknowledgement wait', () => ({ token: request('/rest/v1/auth/token'), invalidate: request('/rest/v1/auth/invalidate-token'), ack: ackWait() }), {
+  await waitFor('the spans of the requests and of the acknowledgement wait', () => ({ token: request('/rest/v1/auth/token'), invalidate: request('/rest/v1/auth/invalidate-token'), verify: request(verifyRoute), ack: ackWait() }), {
     timeoutMs: 15_000,
     everyMs: 100,
-    until: (seen) => seen.token !== undefined && seen.invalidate !== undefined && seen.ack !== undefined,
+    until: (seen) => seen.token !== undefined && seen.invalidate !== undefined && seen.verify !== undefined && seen.ack !== undefined,
   })
   // Spans of a trace may leave in separate batches: let the rest of the requests' trees arrive.
   await new Promise((resolve) => setTimeout(resolve, 500))
@@ -175,6 +178,13 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   t.ok(redisCalls.every((s) => under(s, invalidate, spans)), 'under the request span')
   const statements = redisCalls.map((s) => s.attributes['db.query.text'] ?? s.attributes['db.statement'])
   t.ok(statements.every((statement) => typeof statement === 'string' && /^\w+$/.test(statement)), `a Redis span names the command, never its arguments (${[...new Set(statements)].join(', ')})`)
+
+  const verified = request(verifyRoute)!
+  t.equal(verified.attributes['http.response.status_code'], 401, 'the verification of the revoked token: 401')
+  t.equal(verified.attributes['url.path'], verifyRoute, 'url.path without the query string')
+  const everything = JSON.stringify(spans)
+  t.notOk(everything.includes(issued.body.token.split('.')[2]), 'no span holds the token (nor its signature)')
+  t.notOk(everything.includes(key.keySecret), 'nor the API key secret')
 
   const ack = ackWait()!
   t.equal(ack.traceId, invalidate.traceId, 'the acknowledgement wait is in the invalidation trace')

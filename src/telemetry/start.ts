@@ -38,8 +38,12 @@ export async function startTracing(): Promise<Telemetry> {
         // per handler would more than double what a traced verification costs (bench/otel-cost.ts).
         instrumentHooks: false,
         instrumentHandler: false,
-        // The HTTP semantic conventions' name for a server span: method and route, never the raw URL.
-        requestHook: (span, request) => span.updateName(`${request.method} ${request.routeOptions.url ?? ''}`.trimEnd()),
+        requestHook: (span, request) => {
+          // The HTTP semantic conventions' name for a server span: method and route, never the raw URL.
+          span.updateName(`${request.method} ${request.routeOptions.url ?? ''}`.trimEnd())
+          // The path alone: a query string is the client's, and may hold what must not leave (a token put there by mistake).
+          span.setAttribute('url.path', request.url.split('?', 1)[0]!)
+        },
       }),
       new PgInstrumentation({ requireParentSpan: true }),
       // The command's name only: arguments are row ids, message payloads and script arguments.

@@ -1,0 +1,140 @@
+/**
+ * What OpenTelemetry costs verify-hot, in the same run: `chat-auth serve` nodes that differ
+ * only in their OTEL_* variables, loaded in turn (interleaved, the order reversed every other
+ * round) so that a noisy neighbour hits every variant alike.
+ *
+ *   npm run build && node dist/bench/otel-cost.js [--rounds 5] [--duration 5] [--connections 50]
+ *       [--before /path/to/other/dist/src/cli.js]   # also that build, without OTEL_* variables
+ *       [--cpu-prof]   # each node profiled into ./bench-profiles/otel-cost-<variant>/ (node dist/bench/profile.js reads them)
+ *
+ * Variants (each its own node on its own scratch database, the in-process bus):
+ * - `off`: no OTEL_* variable, as every node without them (nothing of OpenTelemetry loaded);
+ * - `before` (with --before): another build, no OTEL_* variable: what `off` must equal;
+ * - `on`: OTEL_EXPORTER_OTLP_ENDPOINT to a sink in this process (OTLP/HTTP protobuf, the
+ *   SDK's defaults: every request sampled, batches of 512 every 5 s, 2,048 queued at most:
+ *   at this rate most spans are dropped at the queue, after they were made);
+ * - `on, 1% sampled`: the same with OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.01,
+ *   what a busy deployment would set.
+ *
+ * Per variant: the median over rounds of req/s and of the node's CPU per request (user +
+ * system time of the node process, from /proc, over the responses), and each round's ratio
+ * to `off` (median of the ratios). verify-hot: a working set of tokens that fits the caches,
+ * so a verification is a cache hit (no PostgreSQL, no Redis): what OpenTelemetry adds is
+ * the request's spans alone.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { once } from 'node:events'
+import { parseArgs } from 'node:util'
+import { createScratchDatabase, type ScratchDatabase } from '../test/support/databases.js'
+import { layoutFor, prepareApi } from './lib/data.js'
+import { runLoad, type LoadResult } from './lib/load.js'
+import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { median } from './lib/report.js'
+import { verifyHot } from './lib/scenarios.js'
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    users: { type: 'string', default: '1000' },
+    before: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
+  },
+})
+const rounds = Number(values.rounds)
+const durationS = Number(values.duration)
+const connections = Number(values.connections)
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef'
+const JWT_SECRET = 'bench-jwt-secret-that-is-at-least-32-bytes-long!!'
+const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
+
+/** An OTLP/HTTP endpoint that takes every batch and keeps only its count and size. */
+async function startSink(): Promise<{ url: string; batches: number; bytes: number; close(): void }> {
+  const sink = { url: '', batches: 0, bytes: 0, close: () => server.close() }
+  const server = createServer((request, response) => {
+    request.on('data', (chunk: Buffer) => (sink.bytes += chunk.length))
+    request.on('end', () => {
+      sink.batches++
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  sink.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  return sink
+}
+
+/** CPU seconds (user + system) the process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+}
+
+const sink = await startSink()
+const variants: Array<{ name: string; cli: string; env: Record<string, string> }> = [
+  { name: 'off', cli: DIST + 'src/cli.js', env: {} },
+  ...(values.before ? [{ name: 'before', cli: values.before, env: {} }] : []),
+  { name: 'on', cli: DIST + 'src/cli.js', env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'chat-auth-bench' } },
+  {
+    name: 'on, 1% sampled',
+    cli: DIST + 'src/cli.js',
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'chat-auth-bench', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' },
+  },
+]
+
+interface Running {
+  name: string
+  node: Proc
+  database: ScratchDatabase
+  workload: ReturnType<typeof verifyHot>
+}
+
+const running: Running[] = []
+const results = new Map<string, Array<{ rps: number; cpuUsPerRequest: number; p99: number }>>(variants.map((v) => [v.name, []]))
+try {
+  for (const variant of variants) {
+    const database = await createScratchDatabase(values['pg-url']!, 'bench_otel')
+    const env = { DATABASE_URL: database.url, ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...variant.env }
+    // A folder per variant: with OpenTelemetry on, the module loader's thread writes a profile of its own.
+    const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=bench-profiles/otel-cost-${variant.name.replace(/\W+/g, '-')}`] : []
+    const node = await startProcess({ name: variant.name, script: variant.cli, args: ['serve'], nodeFlags, env, port: await freePort(), readyPath: '/readyz' })
+    const users = Number(values.users)
+    const dataset = await prepareApi({ url: node.url, adminToken: ADMIN_TOKEN }, layoutFor(users, users))
+    running.push({ name: variant.name, node, database, workload: verifyHot(dataset) })
+    process.stderr.write(`${variant.name}: ready on ${node.url} (${variant.cli})\n`)
+  }
+  // One warm-up run each: JIT, caches, the exporter's first batches.
+  for (const r of running) await runLoad(r.workload, { label: `${r.name} warm-up`, urls: [r.node.url], connections, durationS: 2, progress: null })
+
+  for (let round = 1; round <= rounds; round++) {
+    for (const r of round % 2 ? running : [...running].reverse()) {
+      const cpuBefore = cpuSeconds(r.node.pid)
+      const result: LoadResult = await runLoad(r.workload, { label: `${r.name} r${round}`, urls: [r.node.url], connections, durationS, progress: process.stderr })
+      const cpu = cpuSeconds(r.node.pid) - cpuBefore
+      const ok = result.statuses['200'] ?? 0
+      if (ok !== result.responses || result.errors > 0) throw new Error(`${r.name}: ${JSON.stringify(result.statuses)}, ${result.errors} errors: every verification must answer 200`)
+      const row = { rps: result.rps, cpuUsPerRequest: (cpu * 1e6) / result.responses, p99: result.latency.p99 }
+      results.get(r.name)!.push(row)
+      console.log(`round ${round}  ${r.name.padEnd(16)} ${Math.round(row.rps).toLocaleString('en-US').padStart(7)} req/s  ${row.cpuUsPerRequest.toFixed(1).padStart(6)} µs CPU/request  p99 ${row.p99.toFixed(2)} ms`)
+    }
+  }
+} finally {
+  await Promise.allSettled(running.map((r) => r.node.stop()))
+  await Promise.allSettled(running.map((r) => r.database.drop()))
+  sink.close()
+}
+
+const off = results.get('off')!
+console.log(`\nverify-hot, ${connections} connections, ${durationS} s per run, median of ${rounds} rounds (ratios: each round's, to off in the same round, then their median):`)
+console.log(`  ${'variant'.padEnd(16)} ${'req/s'.padStart(7)}  ${'× off'.padStart(6)}  ${'µs CPU/req'.padStart(10)}  ${'× off'.padStart(6)}  ${'p99 ms'.padStart(7)}`)
+for (const [name, rows] of results) {
+  const ratio = (pick: (row: (typeof rows)[number]) => number) => median(rows.map((row, i) => pick(row) / pick(off[i]!))).toFixed(2)
+  console.log(
+    `  ${name.padEnd(16)} ${Math.round(median(rows.map((r) => r.rps))).toLocaleString('en-US').padStart(7)}  ${ratio((r) => r.rps).padStart(6)}  ${median(rows.map((r) => r.cpuUsPerRequest)).toFixed(1).padStart(10)}  ${ratio((r) => r.cpuUsPerRequest).padStart(6)}  ${median(rows.map((r) => r.p99)).toFixed(2).padStart(7)}`,
+  )
+}
+console.log(`  (the sink took ${sink.batches.toLocaleString('en-US')} batches, ${(sink.bytes / 1e6).toFixed(1)} MB)`)
