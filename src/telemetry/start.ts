@@ -34,8 +34,8 @@ export async function startTracing(): Promise<Telemetry> {
     instrumentations: [
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
-        // One span per request, its queries and commands right under it: a span per hook and
-        // per handler would more than double what a traced verification costs (bench/otel-cost.ts).
+        // One span per request, its queries and commands right under it: a span per Fastify
+        // hook and per handler more would be paid on every request, the verify path's too.
         instrumentHooks: false,
         instrumentHandler: false,
         requestHook: (span, request) => {
