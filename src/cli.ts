@@ -23,6 +23,8 @@ ${variableList(CLIENT_VARIABLES)}
 
 Environment read by serve and migrate (name, default, meaning; the README says more):
 ${variableList(VARIABLES)}
+serve also exports traces over OTLP when the standard OpenTelemetry variables ask for them
+(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, …: the README's "OpenTelemetry").
 `
 
 function parseCommandLine(argv: string[]) {

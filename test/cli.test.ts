@@ -189,7 +189,7 @@ storeIndependentTest('the CLI as a newcomer meets it', async (t) => {
 
   const help = await cli(['--help'])
   t.equal(help.code, 0)
-  for (const variable of ['CHAT_AUTH_URL', 'ADMIN_TOKEN', 'PORT', 'HOST', 'DATABASE_URL', 'REDIS_URL', 'DATA_DIR', 'JWT_SECRET']) {
+  for (const variable of ['CHAT_AUTH_URL', 'ADMIN_TOKEN', 'PORT', 'HOST', 'DATABASE_URL', 'REDIS_URL', 'DATA_DIR', 'JWT_SECRET', 'JWKS_MAX_AGE', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
     t.match(help.stdout, new RegExp(`\\b${variable}\\b`), `--help lists ${variable}`)
   }
   t.notMatch(help.stdout, /UNSAFE/, 'but not the chaos-test switch')

@@ -73,7 +73,9 @@ t.test('the Sentinel variant (docker-compose.sentinel.yml) configures every node
 
 t.test("the README's configuration table lists exactly the declared variables, in their order, with their defaults", async (t) => {
   const readme = readFileSync(new URL('README.md', root), 'utf8')
-  const table = readme.slice(readme.indexOf('## Configuration'))
+  // The section alone: other sections have tables of variables that are not ours (OpenTelemetry's).
+  const start = readme.indexOf('## Configuration')
+  const table = readme.slice(start, readme.indexOf('\n## ', start))
   const rows = [...table.matchAll(/^\| `([A-Z_]+)` \| (.+?) \|/gm)].map((m) => ({ name: m[1]!, fallback: m[2]!.replace(/^`(.*)`$/, '$1') }))
   t.same(rows.map((row) => row.name), Object.keys(VARIABLES))
   for (const { name, fallback } of rows) {
