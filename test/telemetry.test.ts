@@ -217,3 +217,21 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   )
   t.notOk(plainModules.some((line) => line.startsWith('otel-global ')), 'and registered no global OpenTelemetry provider')
 })
+
+t.test('a node stopped by SIGTERM exports the spans still waiting for their batch before it exits', async (t) => {
+  const before = receiver.spans.length
+  // A batch every minute: only the flush at shutdown can deliver this request's span in time.
+  const node = await startGatewayProcess(
+    { DATA_DIR: 'memory://', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '60000', OTEL_SERVICE_NAME: 'chat-auth-flush' },
+    { name: 'flushed', waitFor: 'listening' },
+  )
+  nodes.push(node)
+  t.equal((await call(node.url, 'GET', '/.well-known/jwks.json')).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(receiver.spans.slice(before).filter((s) => s.service === 'chat-auth-flush').length, 0, 'nothing exported yet: the batch waits')
+  await node.stop()
+  t.equal(node.child.exitCode, 0, 'a clean exit')
+  const flushed = receiver.spans.slice(before).filter((s) => s.service === 'chat-auth-flush' && s.attributes['http.route'] === '/.well-known/jwks.json')
+  t.equal(flushed.length, 1, 'the request span arrived before the process exited')
+  t.equal(flushed[0]?.name, 'GET /.well-known/jwks.json', 'OTEL_SERVICE_NAME names the service')
+})
