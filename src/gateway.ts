@@ -18,6 +18,8 @@ import { openServices, type Services } from './assembly/services.js'
 import { openClock } from './assembly/clock.js'
 import { openSessions } from './assembly/sessions.js'
 import { openEventStreams, type EventStreams } from './assembly/event-hub.js'
+import { openWebhooks } from './assembly/webhooks.js'
+import type { WebhookWorker } from './webhooks/worker.js'
 import type { Sessions } from './sessions/sessions.js'
 import type { ClockWatch } from './clock/offset.js'
 import { revocationGraceSeconds } from './clock/grace.js'
@@ -51,6 +53,8 @@ export interface Gateway extends Services {
   readonly sessions: Sessions
   /** the node's event streams (SPEC §8.2): `GET /rest/v1/auth/events` */
   readonly eventStreams: EventStreams
+  /** sends the company's events to their webhooks (SPEC §9.3), in the background */
+  readonly webhooks: WebhookWorker
 }
 
 export interface GatewayOptions {
@@ -90,6 +94,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
     const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
     const eventStreams = openEventStreams(onClose, config, { store, bus, logger, wrap: options.parts?.eventHub })
+    const webhooks = openWebhooks(onClose, config, { store, bus, metrics, logger })
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {
@@ -104,6 +109,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       housekeeping,
       sessions,
       eventStreams,
+      webhooks,
       warmedUp,
       clock,
       generatedAdminToken: keys.generatedAdminToken,

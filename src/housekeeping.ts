@@ -7,18 +7,18 @@ const CHANGE_LOG_PRUNE_EVERY_MS = 60 * 1000
 
 /**
  * Rows kept only for a while, forgotten off the request path: revocations of tokens that
- * have expired by every clock within MAX_CLOCK_SKEW (nothing left to refuse), audit events past EVENT_RETENTION_DAYS, and the
+ * have expired by every clock within MAX_CLOCK_SKEW (nothing left to refuse), audit events (and webhook deliveries done) past EVENT_RETENTION_DAYS, and the
  * change log past CHANGE_LOG_RETENTION_MS (pruned more often: it grows with every write).
  * Every node runs it; the deletes are idempotent.
  */
 export interface Housekeeping {
   /** One round now (tests); how many rows each kind lost. */
-  runOnce(): Promise<{ revokedTokens: number; events: number }>
+  runOnce(): Promise<{ revokedTokens: number; events: number; webhookDeliveries: number }>
   stop(): void
 }
 
 export interface HousekeepingOptions {
-  store: Pick<Store, 'pruneRevokedTokens' | 'pruneEvents' | 'pruneChangeLog'>
+  store: Pick<Store, 'pruneRevokedTokens' | 'pruneEvents' | 'pruneChangeLog' | 'pruneDeliveries'>
   logger: Logger
   /** a revocation is forgotten this long after its token's exp (clock/grace.ts), by the database's clock */
   revocationGraceSeconds: number
@@ -30,7 +30,12 @@ export interface HousekeepingOptions {
 export function createHousekeeping(options: HousekeepingOptions): Housekeeping {
   const { store, revocationGraceSeconds, eventRetentionDays } = options
   const log = options.logger.child({ component: 'housekeeping' })
-  const runOnce = async () => ({ revokedTokens: await store.pruneRevokedTokens(revocationGraceSeconds), events: await store.pruneEvents(eventRetentionDays) })
+  const runOnce = async () => ({
+    revokedTokens: await store.pruneRevokedTokens(revocationGraceSeconds),
+    events: await store.pruneEvents(eventRetentionDays),
+    // a webhook's deliveries are kept as long as the events they carried
+    webhookDeliveries: await store.pruneDeliveries(eventRetentionDays),
+  })
   const failed = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; next round retries`)
   const timers = [
     setInterval(() => runOnce().then((pruned) => log.debug(pruned, 'pruned'), failed('housekeeping round')), options.everyMs ?? 10 * 60_000),

@@ -31,6 +31,7 @@ export function parseConfig(env: Env): Config {
     warmUpUsers: values.WARM_UP_USERS,
     eventRetentionDays: values.EVENT_RETENTION_DAYS,
     maxLiveTokenRevocations: values.MAX_LIVE_TOKEN_REVOCATIONS,
+    webhookRetryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
     seedDemo: values.SEED_DEMO,
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),

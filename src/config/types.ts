@@ -32,6 +32,8 @@ export interface Config {
   maxLiveTokenRevocations: number
   /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
   eventRetentionDays: number
+  /** the wait after a failed webhook attempt, doubled after each (WEBHOOK_RETRY_BASE_MS) */
+  webhookRetryBaseMs: number
   /** how long a node trusts its cache after the channel last proved itself alive */
   leaseMs: number
   /** users read into the cache at start, before /readyz answers 200 (0: none) */

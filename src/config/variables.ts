@@ -51,6 +51,7 @@ export const VARIABLES = {
   CACHE_LEASE_MS: integer(50, 10_000, { default: '500', help: 'how long a node trusts its cache after the channel proved alive' }),
   EVENT_RETENTION_DAYS: integer(1, 36_500, { default: '90', help: 'audit events older than this many days are deleted' }),
   // Each live revocation is a row in the store and an entry in every node's memory until its token expires.
+  WEBHOOK_RETRY_BASE_MS: integer(10, 3_600_000, { default: '5000', help: 'wait after a failed webhook attempt, doubled after each (at most an hour), retried for 24 h' }),
   MAX_LIVE_TOKEN_REVOCATIONS: integer(1, 100_000_000, { default: '100000', help: 'live single-token revocations (revoke-token) one company may hold; past it: 409' }),
   SEED_DEMO: boolean({ default: 'true', help: 'create a demo company, agent and key on an empty embedded store' }),
   REDIS_PREFIX: redisName(64, { default: 'chat-auth', help: 'prefix of the Redis channel and keys of this deployment' }),

@@ -6,6 +6,7 @@ import { eventStore } from './events.js'
 import { secretStore } from './secrets.js'
 import { tokenRevocationStore } from './token-revocations.js'
 import { userStore } from './users.js'
+import { webhookStore } from './webhooks.js'
 
 export type { ApiKeyRecord } from './api-keys.js'
 export type { ChangesRead } from './change-log.js'
@@ -13,11 +14,12 @@ export type { AgentRecord, CompanyRecord, CompanyTokensRevoked } from './compani
 export type { CommittedEvent, EventRecord, EventsRead } from './events.js'
 export type { TokenRevocation } from './token-revocations.js'
 export type { UserRecord } from './users.js'
+export type { AttemptOutcome, DeliveryRecord, DueDelivery, LeasedEndpoint, WebhookRecord } from './webhooks.js'
 
 /**
  * Every SQL statement of the service, over either back end, as one object: one module per
  * aggregate (users; companies and agents; API keys; token revocations; events; the change
- * log; generated secrets), each with its own row mappers.
+ * log; generated secrets; webhooks), each with its own row mappers.
  */
 export function createStore(db: Db) {
   return {
@@ -34,6 +36,7 @@ export function createStore(db: Db) {
     ...eventStore(db),
     ...changeLogStore(db),
     ...secretStore(db),
+    ...webhookStore(db),
   }
 }
 

@@ -10,7 +10,7 @@ import { decodeCursor, decodePageCursor, encodeCursor, encodePageCursor } from '
 import { eventsAfter } from '../../stream/backlog.js'
 
 /** SPEC §7.2: every type an event can have (see migrations/005_events.sql). */
-const EventType = Type.Union([
+export const EventType = Type.Union([
   Type.Literal('tokens.invalidated'),
   Type.Literal('token.revoked'),
   Type.Literal('company.tokens_revoked'),

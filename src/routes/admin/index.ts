@@ -9,6 +9,7 @@ import { apiKeyRoutes } from './api-keys.js'
 import { customerUserRoutes } from './customer-users.js'
 import { revocationRoutes } from './revocations.js'
 import { eventRoutes } from './events.js'
+import { webhookRoutes } from './webhooks.js'
 
 /** What the admin routes use: plain reads and writes, and the writes every node must see. */
 export interface AdminServices {
@@ -36,4 +37,5 @@ export async function adminRoutes(fastify: FastifyInstance, { credentials, store
   await fastify.register(customerUserRoutes, services)
   await fastify.register(revocationRoutes, services)
   await fastify.register(eventRoutes, services)
+  await fastify.register(webhookRoutes, services)
 }

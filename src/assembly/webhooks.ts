@@ -1,0 +1,31 @@
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { Metrics } from '../metrics.js'
+import type { InvalidationBus } from '../bus/bus.js'
+import type { Store } from '../store/store.js'
+import { createWebhookWorker, type WebhookWorker } from '../webhooks/worker.js'
+import type { OnClose } from './lifecycle.js'
+
+/**
+ * The webhook sender (SPEC §9.3, webhooks/): opened once the bus is, so that every change
+ * this node learns of — its own writes and, over Redis, every other node's — wakes it at
+ * once; its own poll finds the rest (events of writes that publish nothing, retries falling
+ * due). Closed before the store: attempts in flight are cut short and their leases given back.
+ */
+export function openWebhooks(onClose: OnClose, config: Config, parts: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger }): WebhookWorker {
+  const attempts = parts.metrics.counter('chat_auth_webhook_attempts_total', 'Webhook delivery attempts made by this node, by outcome', ['outcome'])
+  const labels = { delivered: { outcome: 'delivered' }, failed: { outcome: 'failed' } }
+  const worker = createWebhookWorker({
+    store: parts.store,
+    logger: parts.logger,
+    retryBaseMs: config.webhookRetryBaseMs,
+    onAttempt: (outcome) => attempts(labels[outcome]),
+  })
+  // Never holds the acknowledgement: a write never waits for a delivery.
+  parts.bus.onChange(() => {
+    worker.nudge()
+    return undefined
+  })
+  onClose(() => worker.stop())
+  return worker
+}

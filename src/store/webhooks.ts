@@ -1,0 +1,192 @@
+import type { Db } from './db.js'
+import { all, count, one, type BigintColumn } from './query.js'
+
+/**
+ * A company's webhook endpoints and their delivery queue (SPEC §9.3,
+ * migrations/010_webhooks.sql). Deliveries are enqueued by the event's own transaction (a
+ * trigger); here they are taken, recorded and pruned. The secret is read only by
+ * `claimEndpoints`, for the sender to sign with: no listing returns it.
+ */
+export interface WebhookRecord {
+  id: string
+  companyId: string
+  url: string
+  /** null: every event type */
+  types: string[] | null
+  createdAt: Date
+}
+
+export interface DeliveryRecord {
+  eventId: string
+  eventType: string
+  /** attempts made */
+  attempts: number
+  lastAttemptAt: Date | null
+  lastStatus: number | null
+  lastError: string | null
+  deliveredAt: Date | null
+  nextAttemptAt: Date | null
+}
+
+/** An endpoint this node holds the lease of, with what it signs with. */
+export interface LeasedEndpoint {
+  id: string
+  url: string
+  secret: string
+}
+
+/** One queued delivery, as the sender sends it. */
+export interface DueDelivery {
+  id: string
+  eventId: string
+  /** the body, exactly as it is sent and signed */
+  payload: string
+  attempts: number
+}
+
+/** What one attempt came to. */
+export interface AttemptOutcome {
+  delivered: boolean
+  status: number | null
+  error: string | null
+  /** ms until the next attempt, should this one have failed */
+  retryInMs: number
+  /** a failed delivery is retried while it is younger than this */
+  retryForMs: number
+}
+
+const WEBHOOK_COLUMNS = `id, company_id, url, types, created_at`
+interface WebhookRow {
+  id: string
+  company_id: string
+  url: string
+  types: string[] | null
+  created_at: Date
+}
+const toWebhook = (row: WebhookRow): WebhookRecord => ({ id: row.id, companyId: row.company_id, url: row.url, types: row.types, createdAt: row.created_at })
+
+interface DeliveryRow {
+  event_id: BigintColumn
+  event_type: string
+  attempts: number
+  last_attempt_at: Date | null
+  last_status: number | null
+  last_error: string | null
+  delivered_at: Date | null
+  next_attempt_at: Date | null
+}
+const toDelivery = (row: DeliveryRow): DeliveryRecord => ({
+  eventId: String(row.event_id),
+  eventType: row.event_type,
+  attempts: row.attempts,
+  lastAttemptAt: row.last_attempt_at,
+  lastStatus: row.last_status,
+  lastError: row.last_error,
+  deliveredAt: row.delivered_at,
+  nextAttemptAt: row.next_attempt_at,
+})
+
+export function webhookStore(db: Db) {
+  return {
+    /** undefined: no such company. */
+    createWebhook: (webhook: { id: string; companyId: string; url: string; types: string[] | null; secret: string }): Promise<WebhookRecord | undefined> =>
+      one(
+        db,
+        `INSERT INTO webhook (id, company_id, url, types, secret) SELECT $1, id, $3, $4, $5 FROM company WHERE id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
+        [webhook.id, webhook.companyId, webhook.url, webhook.types, webhook.secret],
+        toWebhook,
+      ),
+
+    /** Oldest first. */
+    listWebhooks: (companyId: string): Promise<WebhookRecord[]> =>
+      all(db, `SELECT ${WEBHOOK_COLUMNS} FROM webhook WHERE company_id = $1 ORDER BY created_at, id`, [companyId], toWebhook),
+
+    getWebhook: (id: string): Promise<WebhookRecord | undefined> => one(db, `SELECT ${WEBHOOK_COLUMNS} FROM webhook WHERE id = $1`, [id], toWebhook),
+
+    /** The endpoint and its queue go; an attempt in flight finishes, its result is dropped. undefined: no such webhook. */
+    deleteWebhook: (id: string): Promise<WebhookRecord | undefined> => one(db, `DELETE FROM webhook WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [id], toWebhook),
+
+    /** The latest deliveries of an endpoint, newest event first, each as its last attempt left it. */
+    listDeliveries: (webhookId: string, limit: number): Promise<DeliveryRecord[]> =>
+      all(
+        db,
+        `SELECT event_id, event_type, attempts, last_attempt_at, last_status, last_error, delivered_at, next_attempt_at
+         FROM webhook_delivery WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`,
+        [webhookId, limit],
+        toDelivery,
+      ),
+
+    /**
+     * Takes the lease of up to `limit` endpoints that have a delivery due and no live lease.
+     * SKIP LOCKED: nodes claiming at once never take the same endpoint, and never wait on
+     * each other; a row another node leased meanwhile fails the re-check of the WHERE.
+     */
+    claimEndpoints: (owner: string, leaseMs: number, limit: number): Promise<LeasedEndpoint[]> =>
+      all<{ id: string; url: string; secret: string }, LeasedEndpoint>(
+        db,
+        `WITH picked AS (
+           SELECT w.id FROM webhook w
+           WHERE (w.lease_until IS NULL OR w.lease_until < clock_timestamp())
+             AND EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.webhook_id = w.id AND d.next_attempt_at <= clock_timestamp())
+           ORDER BY w.lease_until NULLS FIRST, w.id
+           LIMIT $3
+           FOR UPDATE OF w SKIP LOCKED)
+         UPDATE webhook w SET lease_owner = $1, lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
+         FROM picked WHERE w.id = picked.id
+         RETURNING w.id, w.url, w.secret`,
+        [owner, leaseMs, limit],
+        (row) => ({ id: row.id, url: row.url, secret: row.secret }),
+      ),
+
+    /** An endpoint's due deliveries, in event order. */
+    dueDeliveries: (webhookId: string, limit: number): Promise<DueDelivery[]> =>
+      all<{ id: BigintColumn; event_id: BigintColumn; payload: string; attempts: number }, DueDelivery>(
+        db,
+        `SELECT id, event_id, payload::text AS payload, attempts FROM webhook_delivery
+         WHERE webhook_id = $1 AND next_attempt_at <= clock_timestamp()
+         ORDER BY event_id LIMIT $2`,
+        [webhookId, limit],
+        (row) => ({ id: String(row.id), eventId: String(row.event_id), payload: row.payload, attempts: row.attempts }),
+      ),
+
+    /**
+     * Records an attempt and renews the lease, in one statement; false when this node no
+     * longer holds the lease (it lapsed and another node took it): the sender stops.
+     */
+    recordAttempt: async (owner: string, webhookId: string, deliveryId: string, outcome: AttemptOutcome, leaseMs: number): Promise<boolean> => {
+      const rows = await db.query<{ owned: boolean }>(
+        `WITH recorded AS (
+           UPDATE webhook_delivery SET
+             attempts = attempts + 1,
+             last_attempt_at = clock_timestamp(),
+             last_status = $4::integer,
+             last_error = $5::text,
+             delivered_at = CASE WHEN $3::boolean THEN clock_timestamp() END,
+             next_attempt_at = CASE WHEN $3::boolean OR created_at + $7::double precision * interval '1 millisecond' <= clock_timestamp() THEN NULL
+                                    ELSE clock_timestamp() + $6::double precision * interval '1 millisecond' END
+           WHERE id = $2::bigint),
+         renewed AS (
+           UPDATE webhook SET lease_until = clock_timestamp() + $8::double precision * interval '1 millisecond'
+           WHERE id = $9::uuid AND lease_owner = $1::text AND lease_until >= clock_timestamp()
+           RETURNING 1)
+         SELECT EXISTS (SELECT 1 FROM renewed) AS owned`,
+        [owner, deliveryId, outcome.delivered, outcome.status, outcome.error, outcome.retryInMs, outcome.retryForMs, leaseMs, webhookId],
+      )
+      return rows[0]!.owned
+    },
+
+    /** Gives the lease back at once, so another node (or this one) can take the endpoint. */
+    releaseEndpoint: async (owner: string, webhookId: string): Promise<void> => {
+      await db.query(`UPDATE webhook SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`, [webhookId, owner])
+    },
+
+    /** Forgets deliveries done (delivered or given up) more than `days` ago; how many. */
+    pruneDeliveries: (days: number): Promise<number> =>
+      count(
+        db,
+        `WITH gone AS (DELETE FROM webhook_delivery WHERE next_attempt_at IS NULL AND created_at < now() - $1::double precision * interval '1 day' RETURNING 1)
+         SELECT count(*) AS n FROM gone`,
+        [days],
+      ),
+  }
+}

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { Store } from '../store/store.js'
+import { ATTEMPT_TIMEOUT_MS, sendAttempt } from './send.js'
+import { retryDelayMs, RETRY_FOR_MS } from './schedule.js'
+
+type WebhookQueue = Pick<Store, 'claimEndpoints' | 'dueDeliveries' | 'recordAttempt' | 'releaseEndpoint'>
+
+export interface WebhookWorkerOptions {
+  store: WebhookQueue
+  logger: Logger
+  /** WEBHOOK_RETRY_BASE_MS: the wait after the first failed attempt, doubled after each */
+  retryBaseMs: number
+  /** how often the queue is read without a nudge: other nodes' events, retries falling due */
+  pollMs?: number
+  /** endpoints sent to at once by this node */
+  concurrency?: number
+  /** per attempt (5 s: SPEC §9.3); tests only */
+  timeoutMs?: number
+  /** counts attempts by outcome */
+  onAttempt?: (outcome: 'delivered' | 'failed') => void
+}
+
+export interface WebhookWorker {
+  /** A write may have queued deliveries: read the queue soon. Cheap; coalesced. */
+  nudge(): void
+  /** Stops taking work, cuts attempts in flight short (they are made again), gives the leases back. */
+  stop(): Promise<void>
+}
+
+const DELIVERIES_PER_TURN = 50
+
+/**
+ * The background sender (SPEC §9.3). Each node runs one; they share the queue in the store.
+ * It takes endpoints, not deliveries: the lease of an endpoint (`claimEndpoints`) makes this
+ * node the only one sending to it, so each attempt is made by one node and an endpoint's
+ * deliveries go one at a time, in event order. The lease lasts twice an attempt's timeout and
+ * is renewed with each attempt recorded; a node that dies holding one delays that endpoint by
+ * at most the lease, and the attempt it had in flight is made again (a duplicate, if the
+ * receiver had taken it). A write never waits for any of this: it only inserted rows.
+ */
+export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
+  const { store, retryBaseMs } = options
+  const log = options.logger.child({ component: 'webhooks' })
+  const owner = randomUUID()
+  const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS
+  const leaseMs = timeoutMs * 2
+  const concurrency = options.concurrency ?? 8
+  const stopping = new AbortController()
+  const active = new Set<Promise<void>>()
+  let claiming: Promise<void> | undefined
+  let again = false
+  let lastFailureLog = 0
+
+  const failed = (what: string, error: unknown) => {
+    // A store that cannot answer fails every turn: one line per 5 s is enough.
+    if (Date.now() - lastFailureLog < 5000) return
+    lastFailureLog = Date.now()
+    log.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; the next turn retries`)
+  }
+
+  async function sendTo(endpoint: { id: string; url: string; secret: string }): Promise<void> {
+    let full = false
+    try {
+      const due = await store.dueDeliveries(endpoint.id, DELIVERIES_PER_TURN)
+      full = due.length === DELIVERIES_PER_TURN
+      for (const delivery of due) {
+        if (stopping.signal.aborted) return
+        const attempt = await sendAttempt(endpoint, delivery, { stop: stopping.signal, timeoutMs })
+        // Cut short by the close: not an attempt; the delivery stays due for whoever comes next.
+        if (attempt.interrupted) return
+        options.onAttempt?.(attempt.delivered ? 'delivered' : 'failed')
+        const attempts = delivery.attempts + 1
+        if (!attempt.delivered) log.info({ webhookId: endpoint.id, eventId: delivery.eventId, attempt: attempts, status: attempt.status, error: attempt.error }, 'webhook attempt failed')
+        const outcome = { delivered: attempt.delivered, status: attempt.status, error: attempt.error, retryInMs: retryDelayMs(retryBaseMs, attempts), retryForMs: RETRY_FOR_MS }
+        const stillMine = await store.recordAttempt(owner, endpoint.id, delivery.id, outcome, leaseMs)
+        if (!stillMine) {
+          full = false
+          return
+        }
+      }
+    } catch (error) {
+      failed('sending webhooks', error)
+    } finally {
+      await store.releaseEndpoint(owner, endpoint.id).catch((error: unknown) => failed('giving a webhook lease back', error))
+      if (full) again = true
+    }
+  }
+
+  /** Claims endpoints while there is room and work; each is sent to on its own. */
+  async function claim(): Promise<void> {
+    do {
+      again = false
+      const room = concurrency - active.size
+      if (room <= 0 || stopping.signal.aborted) return
+      let endpoints
+      try {
+        endpoints = await store.claimEndpoints(owner, leaseMs, room)
+      } catch (error) {
+        failed('reading the webhook queue', error)
+        return
+      }
+      for (const endpoint of endpoints) {
+        const task: Promise<void> = sendTo(endpoint).finally(() => {
+          active.delete(task)
+          // Room again: more may be due (a full turn, or endpoints skipped for lack of room).
+          nudge()
+        })
+        active.add(task)
+      }
+      if (endpoints.length === room) again = true
+    } while (again)
+  }
+
+  function nudge(): void {
+    if (stopping.signal.aborted) return
+    if (claiming !== undefined) {
+      again = true
+      return
+    }
+    claiming = claim().finally(() => {
+      claiming = undefined
+    })
+  }
+
+  const poll = setInterval(nudge, options.pollMs ?? 1000)
+  poll.unref()
+  nudge()
+
+  return {
+    nudge,
+    async stop() {
+      clearInterval(poll)
+      stopping.abort()
+      await claiming
+      await Promise.all([...active])
+    },
+  }
+}
