@@ -248,7 +248,7 @@ t.test('a receiver that fails 3 times, then succeeds: retried with backoff, then
   t.equal(flaky.received.length, 4, 'no attempt after the 2xx')
 })
 
-t.test('a failing attempt is listed with its status, error and next attempt', async (t) => {
+t.test('a failing attempt is listed with its status, error and next attempt; given up after 24 h', async (t) => {
   const acme = await tenant()
   const failing = await receiver(t)
   failing.behave = () => 503
@@ -261,6 +261,11 @@ t.test('a failing attempt is listed with its status, error and next attempt', as
   t.equal(delivery!.error, 'answered 503')
   t.match(delivery!.nextAttemptAt, ISO_RE)
   t.match(delivery!.at, ISO_RE)
+
+  // 24 h on: the next failure is the last (the schedule itself: test/unit/webhook-schedule.test.ts).
+  await node.gateway.db.query(`UPDATE webhook_delivery SET created_at = now() - interval '24 hours 1 second' WHERE webhook_id = $1`, [hook.id])
+  const [given] = await waitFor('given up', () => deliveries(hook.id), { until: (list) => list[0]?.status === 'failed' })
+  t.match(given, { status: 'failed', responseStatus: 503, error: 'answered 503', nextAttemptAt: null })
   await node.admin('DELETE', `/admin/v1/webhooks/${hook.id}`)
 })
 

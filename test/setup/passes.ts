@@ -38,6 +38,7 @@ const ONCE = [
   'test/telemetry.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
+  'test/webhooks-multi-node.test.ts',
 ]
 
 /** Files about the embedded store's data directory alone: the PGlite pass only. */
