@@ -1,12 +1,12 @@
-import type { AdminClient } from './client/index.js'
+import type { AdminClient, EventType } from './client/index.js'
 
 /** The admin client's calls (its `events` generator aside: the CLI lists one page). */
 type AdminMethod = Exclude<keyof AdminClient, 'events'>
 
-/** The CLI's admin subcommands, each mapped to one call of the typed client (SPEC §4, §7.1, §7.2). */
+/** The CLI's admin subcommands, each mapped to one call of the typed client (SPEC §4, §7.1, §7.2, §9.3). */
 export type AdminCall = { [M in AdminMethod]: { call: M; args: Parameters<AdminClient[M]> } }[AdminMethod]
 
-export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean; limit?: string; before?: string }
+export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean; limit?: string; before?: string; endpoint?: string; types?: string }
 
 interface Command {
   /** the arguments after `chat-auth <group> <action>`, as the usage shows them */
@@ -59,6 +59,18 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       },
     },
   },
+  webhooks: {
+    create: {
+      usage: 'COMPANY_ID --endpoint URL [--types TYPE,TYPE…]   (the answer\'s secret is shown once)',
+      call: (id, f) => ({ call: 'createWebhook', args: [id('a company id'), defined({ url: f.endpoint!, types: f.types?.split(',') as EventType[] | undefined })] }),
+    },
+    list: { usage: 'COMPANY_ID', call: (id) => ({ call: 'listWebhooks', args: [id('a company id')] }) },
+    delete: { usage: 'WEBHOOK_ID', call: (id) => ({ call: 'deleteWebhook', args: [id('a webhook id')] }) },
+    deliveries: {
+      usage: 'WEBHOOK_ID [--limit 1-500]   (the latest, newest event first)',
+      call: (id, f) => ({ call: 'listWebhookDeliveries', args: [id('a webhook id'), defined({ limit: f.limitFlag() })] }),
+    },
+  },
   events: {
     list: {
       usage: 'COMPANY_ID [--limit 1-500] [--before CURSOR]   (newest first; "next" is the next page\'s --before)',
@@ -94,6 +106,12 @@ export function howToCheckWrite({ call, args }: AdminCall): string | undefined {
       return 'running it again is harmless: a revoked key answers with its revocation time'
     case 'updateCustomerUser':
       return `run "chat-auth users get ${args[0]}" to see whether it is active; ${repeatSafe}`
+    case 'createWebhook':
+      return `run "chat-auth webhooks list ${args[0]}": a webhook there whose secret you never saw was made by this call; delete it with "chat-auth webhooks delete WEBHOOK_ID" and create another (two would each get every event)`
+    case 'deleteWebhook':
+      return `run "chat-auth webhooks list <its company id>": once ${args[0]} is not there it is deleted; a repeat answers 404`
+    case 'listWebhooks':
+    case 'listWebhookDeliveries':
     case 'getCompany':
     case 'listApiKeys':
     case 'getCustomerUser':
@@ -103,7 +121,7 @@ export function howToCheckWrite({ call, args }: AdminCall): string | undefined {
 }
 
 /** Flags a command cannot do without (checked before the call is made). */
-const REQUIRED_FLAGS: Record<string, keyof Flags> = { 'companies create': 'name', 'agents create': 'name' }
+const REQUIRED_FLAGS: Record<string, keyof Flags> = { 'companies create': 'name', 'agents create': 'name', 'webhooks create': 'endpoint' }
 
 /** The usage lines of one group, or of every group. */
 export function adminUsage(group?: string): string {

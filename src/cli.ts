@@ -42,6 +42,8 @@ function parseCommandLine(argv: string[]) {
         inactive: { type: 'boolean' },
         limit: { type: 'string' },
         before: { type: 'string' },
+        endpoint: { type: 'string' },
+        types: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },

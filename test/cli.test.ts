@@ -28,6 +28,15 @@ storeIndependentTest('every admin subcommand maps to its call of the client', as
   t.same(adminCall('events', 'list', 'c1', {}), { call: 'listEvents', args: ['c1', {}] })
   t.same(adminCall('events', 'list', 'c1', { limit: '20', before: 'cursor' }), { call: 'listEvents', args: ['c1', { limit: 20, before: 'cursor' }] })
   t.throws(() => adminCall('events', 'list', 'c1', { limit: 'ten' }), /--limit/)
+  t.same(adminCall('webhooks', 'create', 'c1', { endpoint: 'https://h.example/' }), { call: 'createWebhook', args: ['c1', { url: 'https://h.example/' }] })
+  t.same(adminCall('webhooks', 'create', 'c1', { endpoint: 'https://h.example/', types: 'token.revoked,user.deactivated' }), {
+    call: 'createWebhook',
+    args: ['c1', { url: 'https://h.example/', types: ['token.revoked', 'user.deactivated'] }],
+  })
+  t.throws(() => adminCall('webhooks', 'create', 'c1', {}), /--endpoint/)
+  t.same(adminCall('webhooks', 'list', 'c1', {}), { call: 'listWebhooks', args: ['c1'] })
+  t.same(adminCall('webhooks', 'delete', 'w1', {}), { call: 'deleteWebhook', args: ['w1'] })
+  t.same(adminCall('webhooks', 'deliveries', 'w1', { limit: '5' }), { call: 'listWebhookDeliveries', args: ['w1', { limit: 5 }] })
   t.throws(() => adminCall('companies', 'revoke-tokens', undefined, {}), /needs a company id/)
   t.throws(() => adminCall('users', 'update', 'u1', {}), /--active/)
   t.throws(() => adminCall('companies', 'create', undefined, {}), /--name/)
@@ -56,12 +65,14 @@ storeIndependentTest('every write says how to check whether it was applied; read
     'api-keys create': ['c1', {}, /chat-auth api-keys list c1/],
     'api-keys revoke': ['ak_1', {}, /harmless/],
     'users update': ['u1', { active: 'true' }, /chat-auth users get u1.*harmless/],
+    'webhooks create': ['c1', { endpoint: 'https://h.example/' }, /chat-auth webhooks list c1/],
+    'webhooks delete': ['w1', {}, /once w1 is not there/],
   } as const
   for (const [command, [id, flags, check]] of Object.entries(writes)) {
     const [group, action] = command.split(' ') as [string, string]
     t.match(howToCheckWrite(adminCall(group, action, id, flags)), check, command)
   }
-  for (const [group, action] of [['companies', 'get'], ['api-keys', 'list'], ['users', 'get'], ['events', 'list']] as const) {
+  for (const [group, action] of [['companies', 'get'], ['api-keys', 'list'], ['users', 'get'], ['events', 'list'], ['webhooks', 'list'], ['webhooks', 'deliveries']] as const) {
     t.equal(howToCheckWrite(adminCall(group, action, 'x1', {})), undefined, `${group} ${action} is a read`)
   }
 })
@@ -142,6 +153,14 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const older = await cli('events', 'list', company.id, '--limit', '500', '--before', events.next)
   t.same(older.events.map((e: { type: string }) => e.type), ['agent.tokens_revoked', 'company.tokens_revoked', 'token.revoked', 'api_key.created'], 'the next page from the cursor (the oauth revoke among them)')
   t.equal(older.next, null)
+
+  const hook = await cli('webhooks', 'create', company.id, '--endpoint', 'https://hooks.example.com/chat', '--types', 'token.revoked,user.deactivated')
+  t.match(hook, { companyId: company.id, url: 'https://hooks.example.com/chat', types: ['token.revoked', 'user.deactivated'], secret: /^whsec_/ })
+  const hooks = await cli('webhooks', 'list', company.id)
+  t.same(hooks, [{ id: hook.id, companyId: company.id, url: hook.url, types: hook.types, createdAt: hook.createdAt }], 'listed without its secret')
+  t.same(await cli('webhooks', 'deliveries', hook.id, '--limit', '10'), [])
+  t.equal((await cli('webhooks', 'delete', hook.id)).id, hook.id)
+  t.same(await cli('webhooks', 'list', company.id), [])
 
   const failed = await run(process.execPath, [CLI, 'companies', 'get', company.id, '--url', node.url, '--admin-token', 'wrong-token-0123456789'], { env }).catch((e) => e)
   t.equal(failed.code, 1)

@@ -5,10 +5,11 @@
  * Retries (on no answer, a timeout, 502, 503 or 504; `retries` more attempts, waiting as
  * Retry-After says or 100 ms doubling) only where sending the call twice is harmless:
  * `verify`, `revokeToken` (idempotent: revoking a revoked token answers 200 again), every
- * admin read, `updateCompany`/`updateAgent`/`updateCustomerUser` (they set values, not
+ * admin read (`listWebhookDeliveries` too), `updateCompany`/`updateAgent`/`updateCustomerUser` (they set values, not
  * steps) and `revokeApiKey` (idempotent). Never `issueToken` (a second token and possibly a
  * second user), `invalidate` (a second increment would also revoke tokens issued in
- * between), the `create*` calls (a second company, agent or key), nor
+ * between), the `create*` calls (a second company, agent, key or webhook), `deleteWebhook` (a
+ * repeat answers 404), nor
  * `revokeCompanyTokens`/`revokeAgentTokens` (a later cut-off would also revoke tokens
  * issued in between). A write that answered 503 may still have been applied: the gateway
  * could not confirm that every node has seen it; look before you repeat it.
@@ -30,13 +31,17 @@ import type {
   CompanyTokensRevoked,
   Introspection,
   CreatedApiKey,
+  CreatedWebhook,
   CustomerUser,
   EventPage,
+  EventType,
   IssuedToken,
   RevokedApiKey,
   TokenRevoked,
   TokensInvalidated,
   Verified,
+  Webhook,
+  WebhookDelivery,
 } from './types.js'
 
 export { ChatAuthError, CLIENT_CODES } from './errors.js'
@@ -219,6 +224,29 @@ export class AdminClient {
       yield* events
       before = next ?? undefined
     } while (before !== undefined)
+  }
+
+  /**
+   * A webhook endpoint for the company's events (of `types`, when given): POSTed as JSON,
+   * signed per Standard Webhooks. The answer holds its secret, the only time it is shown.
+   * Not retried (a second endpoint would get every event twice).
+   */
+  async createWebhook(companyId: string, body: { url: string; types?: EventType[] }, options: CallOptions = {}): Promise<CreatedWebhook> {
+    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/webhooks`, body, idempotent: false }, options)
+  }
+
+  async listWebhooks(companyId: string, options: CallOptions = {}): Promise<Webhook[]> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/webhooks`, idempotent: true }, options)
+  }
+
+  /** Nothing more is sent to it. Not retried: a repeat answers 404 (NOT_FOUND). */
+  async deleteWebhook(webhookId: string, options: CallOptions = {}): Promise<Webhook> {
+    return this.send({ method: 'DELETE', path: `/admin/v1/webhooks/${id(webhookId)}`, idempotent: false }, options)
+  }
+
+  /** The endpoint's latest deliveries, newest event first (`limit` 1–500, default 100). */
+  async listWebhookDeliveries(webhookId: string, page: { limit?: number } = {}, options: CallOptions = {}): Promise<WebhookDelivery[]> {
+    return this.send({ method: 'GET', path: `/admin/v1/webhooks/${id(webhookId)}/deliveries`, query: { limit: page.limit }, idempotent: true }, options)
   }
 
   private send<T>(call: Omit<Call, 'bearer' | 'signal'>, options: CallOptions): Promise<T> {

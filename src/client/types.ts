@@ -149,3 +149,34 @@ export interface EventPage {
   /** pass as `before` for the next (older) page; null at the end */
   next: string | null
 }
+
+/** A webhook endpoint as listed (SPEC §9.3): never its secret. */
+export interface Webhook {
+  id: string
+  companyId: string
+  url: string
+  /** the event types sent; null: every type */
+  types: EventType[] | null
+  createdAt: string
+}
+
+/** The answer of createWebhook: the only time the secret (`whsec_…`) is shown. */
+export interface CreatedWebhook extends Webhook {
+  secret: string
+}
+
+/** One event's delivery to an endpoint, as its last attempt left it. */
+export interface WebhookDelivery {
+  eventId: string
+  eventType: EventType
+  /** pending: not tried yet; retrying: the last attempt failed, another is due; failed: given up after 24 h */
+  status: 'pending' | 'delivered' | 'retrying' | 'failed'
+  /** attempts made */
+  attempt: number
+  /** when the last attempt was made */
+  at: string | null
+  /** the last attempt's HTTP status; null when none came (timeout, refused connection) */
+  responseStatus: number | null
+  error: string | null
+  nextAttemptAt: string | null
+}

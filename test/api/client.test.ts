@@ -192,6 +192,21 @@ t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page
   t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
 })
 
+t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDeliveries, deleteWebhook', async (t) => {
+  const { company } = await tenant('Hooked')
+  const created = await admin.createWebhook(company.id, { url: 'https://hooks.example.com/in', types: ['token.revoked'] })
+  t.match(created, { companyId: company.id, url: 'https://hooks.example.com/in', types: ['token.revoked'], secret: /^whsec_/ })
+  t.match(created.id, UUID_RE)
+  t.match(created.createdAt, ISO_RE)
+  const { secret: _secret, ...listed } = created
+  t.same(await admin.listWebhooks(company.id), [listed], 'never the secret')
+  t.same(await admin.listWebhookDeliveries(created.id, { limit: 5 }), [])
+  t.same(await admin.deleteWebhook(created.id), listed)
+  t.match(await failure(admin.deleteWebhook(created.id)), { statusCode: 404, code: 'NOT_FOUND', message: 'Webhook not found' })
+  t.match(await failure(admin.createWebhook(company.id, { url: 'ftp://hooks.example.com/' })), { statusCode: 400, code: 'VALIDATION_ERROR' })
+  t.match(await failure(admin.listWebhooks(randomUUID())), { statusCode: 404, message: 'Company not found' })
+})
+
 t.test('a base URL with a path keeps it (a proxy\'s prefix)', async (t) => {
   const prefixed = new ChatAuthClient({ baseUrl: `${baseUrl}/nothing-here`, adminToken: ADMIN_TOKEN })
   t.match(await failure(prefixed.admin.getCompany(randomUUID())), { statusCode: 404, code: 'ROUTE_NOT_FOUND' })
