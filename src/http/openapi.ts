@@ -70,6 +70,14 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   'POST /admin/v1/companies/:companyId/revoke-tokens': { summary: 'Revoke every token of a company issued so far' },
   'POST /admin/v1/agents/:agentId/revoke-tokens': { summary: 'Revoke every token of an agent issued so far' },
   'GET /admin/v1/companies/:companyId/events': { summary: "List a company's events (audit trail), newest first" },
+  'POST /admin/v1/companies/:companyId/webhooks': {
+    summary: "Add a webhook endpoint for the company's events (the only time its secret is shown)",
+    description:
+      'Each event of the company (of `types`, when given) is POSTed to `url` as JSON (the event as the events listing shows it, plus `companyId`), signed per the Standard Webhooks specification (`webhook-id`: the event id, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` with the `whsec_` secret). At least once: a non-2xx (a redirect included: it is not followed), no answer within 5 s or a refused connection is retried with exponential backoff (WEBHOOK_RETRY_BASE_MS, doubling, at most an hour apart) for at least 24 h. Only http: and https: URLs.',
+  },
+  'GET /admin/v1/companies/:companyId/webhooks': { summary: "List a company's webhook endpoints (never a secret)" },
+  'DELETE /admin/v1/webhooks/:webhookId': { summary: 'Delete a webhook endpoint: nothing more is sent to it' },
+  'GET /admin/v1/webhooks/:webhookId/deliveries': { summary: "An endpoint's latest deliveries, newest event first, each as its last attempt left it" },
 }
 
 interface RouteSchema {
@@ -104,7 +112,7 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
       tags: [
         { name: 'tokens', description: 'Issue, verify and revoke tokens (API key in the body)' },
         { name: 'oauth', description: 'Token introspection and revocation for standard OAuth tooling (RFC 7662, RFC 7009; API key as client credentials)' },
-        { name: 'admin', description: 'Companies, agents, API keys and end users (admin token)' },
+        { name: 'admin', description: 'Companies, agents, API keys, end users, events and webhooks (admin token)' },
         { name: 'operations', description: 'Health, readiness, metrics and public keys' },
       ],
       components: {

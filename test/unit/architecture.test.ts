@@ -48,8 +48,8 @@ rule('store/ imports only store/, domain.ts and errors.ts of the project', src.f
 rule('only store/ imports the PostgreSQL drivers', src.filter((f) => !inside(f, 'src/store')), (target) => target === 'pg' || target.startsWith('@electric-sql/pglite'))
 rule('only bus/ imports ioredis', src.filter((f) => !inside(f, 'src/bus')), (target) => target === 'ioredis')
 rule(
-  'the checks, caches, bus, sessions, changes and store know no HTTP',
-  src.filter((f) => inside(f, 'src/auth', 'src/cache', 'src/bus', 'src/sessions', 'src/store', 'src/changes.ts', 'src/domain.ts')),
+  'the checks, caches, bus, sessions, webhook sender, changes and store know no HTTP',
+  src.filter((f) => inside(f, 'src/auth', 'src/cache', 'src/bus', 'src/sessions', 'src/webhooks', 'src/store', 'src/changes.ts', 'src/domain.ts')),
   (target) => target.startsWith('fastify') || target.startsWith('@fastify/') || inside(target, 'src/routes', 'src/http', 'src/app.ts'),
 )
 rule('only the entry points import gateway.ts', src.filter((f) => !['src/app.ts', 'src/plugin.ts', 'src/server.ts', 'src/index.ts', 'src/gateway.ts'].includes(f)), (target) => target === 'src/gateway.ts')
