@@ -13,7 +13,7 @@ export interface WebhookWorkerOptions {
   retryBaseMs: number
   /** how often the queue is read without a nudge: other nodes' events, retries falling due */
   pollMs?: number
-  /** endpoints sent to at once by this node */
+  /** endpoints sent to at once by this node (default 32): an endpoint that hangs holds one for 5 s per attempt */
   concurrency?: number
   /** per attempt (5 s: SPEC §9.3); tests only */
   timeoutMs?: number
@@ -45,7 +45,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const owner = randomUUID()
   const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS
   const leaseMs = timeoutMs * 2
-  const concurrency = options.concurrency ?? 8
+  const concurrency = options.concurrency ?? 32
   const stopping = new AbortController()
   const active = new Set<Promise<void>>()
   let claiming: Promise<void> | undefined

@@ -17,6 +17,8 @@ import {
   post,
   randomUUID,
   serverErrorCounts,
+  snapshotRows,
+  ADMIN_TOKEN,
   startApp,
   UUID_RE,
   type Tenant,
@@ -118,6 +120,7 @@ t.test('admin: create (the secret shown once), list, delete, deliveries; exact b
 t.test('admin: unknown ids 404, bad input 400, no admin token 401; nothing created', async (t) => {
   const acme = await tenant()
   const create = (body: unknown, companyId = acme.companyId) => node.admin('POST', `/admin/v1/companies/${companyId}/webhooks`, body)
+  const before = await snapshotRows(node)
   const COMPANY_NOT_FOUND = errorBody(404, 'Company not found', 'NOT_FOUND')
   const WEBHOOK_NOT_FOUND = errorBody(404, 'Webhook not found', 'NOT_FOUND')
   for (const companyId of [randomUUID(), 'not-a-uuid']) {
@@ -155,6 +158,17 @@ t.test('admin: unknown ids 404, bad input 400, no admin token 401; nothing creat
     t.strictSame(answer.json(), errorBody(400, message, 'VALIDATION_ERROR'), what)
   }
   t.strictSame((await node.admin('GET', `/admin/v1/companies/${acme.companyId}/webhooks`)).json(), [], 'nothing was created')
+  t.equal(await snapshotRows(node), before, 'no row changed')
+  for (const [what, payload, headers, expected] of [
+    ['malformed JSON', '{"url":', { 'content-type': 'application/json' }, errorBody(400, 'Request body is not valid JSON', 'INVALID_JSON')],
+    ['not JSON', 'url=https://example.com/', { 'content-type': 'application/x-www-form-urlencoded' }, errorBody(415, 'Content-Type must be application/json', 'UNSUPPORTED_MEDIA_TYPE')],
+    ['no body', undefined, {}, errorBody(400, 'body must be object', 'VALIDATION_ERROR')],
+  ] as const) {
+    const answer = await node.inject({ method: 'POST', url: `/admin/v1/companies/${acme.companyId}/webhooks`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers }, ...(payload === undefined ? {} : { payload }) })
+    t.equal(answer.statusCode, expected.statusCode, what)
+    t.strictSame(answer.json(), expected, what)
+  }
+  t.equal(await snapshotRows(node), before, 'still no row changed')
 
   const someone = await createWebhook(t, acme.companyId, { url: 'https://example.com/' })
   for (const query of ['?limit=0', '?limit=501', '?limit=x', '?other=1']) {

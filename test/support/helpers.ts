@@ -158,6 +158,8 @@ export async function snapshotRows(node: TestApp): Promise<string> {
     'SELECT key_id, company_id, secret_hash, name, created_at, revoked_at FROM api_key ORDER BY key_id',
     'SELECT * FROM customer_user ORDER BY id',
     'SELECT * FROM revoked_token ORDER BY jti',
+    // not the lease columns: a node's webhook sender writes them
+    'SELECT id, company_id, url, types, secret, created_at FROM webhook ORDER BY id',
   ]
   const tables = await Promise.all(queries.map((sql) => node.gateway.db.query<Record<string, unknown>>(sql)))
   return JSON.stringify(tables, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value))
