@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Store } from '../store/store.js'
 import { ATTEMPT_TIMEOUT_MS, sendAttempt } from './send.js'
 import { retryDelayMs, RETRY_FOR_MS } from './schedule.js'
+import { throttledLog } from '../throttled-log.js'
 
 type WebhookQueue = Pick<Store, 'claimEndpoints' | 'dueDeliveries' | 'recordAttempt' | 'releaseEndpoint'>
 
@@ -50,14 +51,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const active = new Set<Promise<void>>()
   let claiming: Promise<void> | undefined
   let again = false
-  let lastFailureLog = 0
-
-  const failed = (what: string, error: unknown) => {
-    // A store that cannot answer fails every turn: one line per 5 s is enough.
-    if (Date.now() - lastFailureLog < 5000) return
-    lastFailureLog = Date.now()
-    log.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; the next turn retries`)
-  }
+  // A store that cannot answer fails every turn, an endpoint that is down every attempt: one line per 5 s of each.
+  const throttled = throttledLog(log, Date.now)
+  const failed = (what: string, error: unknown) => throttled(`${what} failed; the next turn retries`, { err: error instanceof Error ? error.message : String(error) })
 
   async function sendTo(endpoint: { id: string; url: string; secret: string }): Promise<void> {
     let full = false
@@ -71,7 +67,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         if (attempt.interrupted) return
         options.onAttempt?.(attempt.delivered ? 'delivered' : 'failed')
         const attempts = delivery.attempts + 1
-        if (!attempt.delivered) log.info({ webhookId: endpoint.id, eventId: delivery.eventId, attempt: attempts, status: attempt.status, error: attempt.error }, 'webhook attempt failed')
+        // The URL is not logged (it may carry a token of the receiver's); the id names the endpoint.
+        if (!attempt.delivered) throttled(`webhook ${endpoint.id}: attempts failing`, { webhookId: endpoint.id, eventId: delivery.eventId, attempt: attempts, status: attempt.status, error: attempt.error })
         const outcome = { delivered: attempt.delivered, status: attempt.status, error: attempt.error, retryInMs: retryDelayMs(retryBaseMs, attempts), retryForMs: RETRY_FOR_MS }
         const stillMine = await store.recordAttempt(owner, endpoint.id, delivery.id, outcome, leaseMs)
         if (!stillMine) {

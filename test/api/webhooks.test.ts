@@ -280,6 +280,10 @@ t.test('a failing attempt is listed with its status, error and next attempt; giv
   await node.gateway.db.query(`UPDATE webhook_delivery SET created_at = now() - interval '24 hours 1 second' WHERE webhook_id = $1`, [hook.id])
   const [given] = await waitFor('given up', () => deliveries(hook.id), { until: (list) => list[0]?.status === 'failed' })
   t.match(given, { status: 'failed', responseStatus: 503, error: 'answered 503', nextAttemptAt: null })
+  const logged = node.logs.filter((line) => line.includes(hook.id))
+  t.ok(logged.length >= 1, `failing attempts logged (${logged.length} lines for ${given!.attempt} attempts: one per 5 s)`)
+  t.match(logged[0], /"error":"answered 503"/)
+  t.notOk(node.logs.some((line) => line.includes(failing.url)), 'never the URL')
   await node.admin('DELETE', `/admin/v1/webhooks/${hook.id}`)
 })
 
