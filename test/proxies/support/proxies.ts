@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { waitFor } from '../../support/poll.js'
 import { freePort } from '../../support/ports.js'
-import { spawnProcess, type ChildHandle } from '../../support/processes.js'
+import { ROOT, spawnProcess, type ChildHandle } from '../../support/processes.js'
 import { locate } from '../../setup/tools.js'
 
 /**
@@ -15,12 +15,10 @@ import { locate } from '../../setup/tools.js'
  * is tested), in front of a real gateway node and an upstream that echoes what it receives.
  */
 
-const root = new URL('../../../', import.meta.url)
-
 // ── the shipped configs ──────────────────────────────────────────────────────
-/** The fenced block of `language` in the README section `heading`. */
-export function readmeBlock(heading: string, language: string): string {
-  const readme = readFileSync(new URL('README.md', root), 'utf8')
+/** The fenced block of `language` in the README section `heading` (of another copy of the README: `file`). */
+export function readmeBlock(heading: string, language: string, file = ROOT + 'README.md'): string {
+  const readme = readFileSync(file, 'utf8')
   const start = readme.indexOf(`\n## ${heading}\n`)
   if (start < 0) throw new Error(`README has no "## ${heading}" section`)
   const end = readme.indexOf('\n## ', start + 1)
@@ -32,7 +30,7 @@ export function readmeBlock(heading: string, language: string): string {
 
 /** The nginx config docker-compose.yml ships (its `configs.nginx.content`), with compose's `$$` escapes resolved. */
 export function composeNginxConfig(): string {
-  const lines = readFileSync(new URL('docker-compose.yml', root), 'utf8').split('\n')
+  const lines = readFileSync(ROOT + 'docker-compose.yml', 'utf8').split('\n')
   const configs = lines.findIndex((line) => line === 'configs:')
   const nginx = lines.findIndex((line, i) => i > configs && /^ {2}nginx:\s*$/.test(line))
   const content = lines.findIndex((line, i) => i > nginx && /^ {4}content: \|\s*$/.test(line))
@@ -43,6 +41,37 @@ export function composeNginxConfig(): string {
     body.push(line.slice(6))
   }
   return body.join('\n').replaceAll('$$', '$')
+}
+
+export interface Addresses {
+  /** host:port of the gateway */
+  gateway: string
+  /** host:port of the chat backend */
+  backend: string
+}
+
+/**
+ * The README's nginx recipe (`upstream`s and a `server`) for `startNginx({ server })`,
+ * pointed at `addresses` and listening on 127.0.0.1:`port`. A README before the recipe
+ * named its own upstreams held only the two locations: those are wrapped with plain
+ * `chat_auth` and `chat_backend` upstreams, as the recipe then asked (the bench measures
+ * an older README's recipe with `--proxy-readme`).
+ */
+export function readmeNginxServer(addresses: Addresses, port: number, file?: string): string {
+  const block = readmeBlock('Behind a reverse proxy', 'nginx', file)
+  if (!/^server \{/m.test(block)) {
+    return `upstream chat_backend { server ${addresses.backend}; }\nupstream chat_auth { server ${addresses.gateway}; }\nserver {\n  listen 127.0.0.1:${port};\n${block}\n}\n`
+  }
+  return substitute(block, { 'chat-auth:3000': addresses.gateway, 'chat-backend:8000': addresses.backend, 'listen 8080;': `listen 127.0.0.1:${port};` })
+}
+
+/** The README's Caddyfile, pointed at `addresses` and listening on 127.0.0.1:`port`. */
+export function readmeCaddyfile(addresses: Addresses, port: number, file?: string): string {
+  return substitute(readmeBlock('Behind a reverse proxy', 'caddyfile', file), {
+    ':8080 {': `http://127.0.0.1:${port} {`,
+    'chat-auth:3000': addresses.gateway,
+    'chat-backend:8000': addresses.backend,
+  })
 }
 
 /** Replaces each `from` (a host:port or a listen address) with `to`; fails when one is absent, so a renamed host cannot go unnoticed. */
@@ -67,11 +96,13 @@ export interface Echo {
   port: number
   address: string
   received: Received[]
+  /** TCP connections accepted so far */
+  connections(): number
   close(): Promise<void>
 }
 
-/** An upstream that records every request and answers 200 with what it received. */
-export async function startEcho(): Promise<Echo> {
+/** An upstream that records every request and answers 200 with what it received (and `answerHeaders`). */
+export async function startEcho(answerHeaders: Record<string, string> = {}): Promise<Echo> {
   const received: Received[] = []
   // Headers as large as nginx forwards (4 × 8 KB), as a backend behind it accepts them.
   const server: Server = createServer({ maxHeaderSize: 64 * 1024 }, (request, response) => {
@@ -80,10 +111,12 @@ export async function startEcho(): Promise<Echo> {
     request.on('end', () => {
       const entry = { method: request.method!, url: request.url!, headers: request.headers, body: Buffer.concat(chunks).toString() }
       received.push(entry)
-      response.setHeader('content-type', 'application/json')
+      response.writeHead(200, { 'content-type': 'application/json', ...answerHeaders })
       response.end(JSON.stringify({ upstream: 'echo', ...entry }))
     })
   })
+  let connections = 0
+  server.on('connection', () => connections++)
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const port = (server.address() as net.AddressInfo).port
@@ -91,17 +124,18 @@ export async function startEcho(): Promise<Echo> {
     port,
     address: `127.0.0.1:${port}`,
     received,
+    connections: () => connections,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
 }
 
-/** A stand-in for a gateway answering 503 (cannot decide), with the SPEC's body: the status is what the proxy acts on. */
-export async function startUnavailable(): Promise<{ address: string; calls: () => number; close(): Promise<void> }> {
+/** A stand-in for the gateway answering every call with `status` and `headers` (and an empty JSON body): what a proxy does then. */
+export async function startStub(status: number, headers: Record<string, string> = {}): Promise<{ address: string; calls: () => number; close(): Promise<void> }> {
   let calls = 0
   const server = createServer((_request, response) => {
     calls++
-    response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' })
-    response.end(JSON.stringify({ statusCode: 503, message: 'Service unavailable', code: 'SERVICE_UNAVAILABLE' }))
+    response.writeHead(status, { 'content-type': 'application/json', ...headers })
+    response.end('{}')
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -111,9 +145,6 @@ export async function startUnavailable(): Promise<{ address: string; calls: () =
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
 }
-
-/** A port nothing listens on (taken and released). */
-export const closedAddress = async () => `127.0.0.1:${await freePort()}`
 
 /** Resolves once something accepts connections on `port`; fails at once if `proc` exits first. */
 async function waitForPort(port: number, proc: ChildHandle): Promise<void> {
@@ -154,9 +185,14 @@ async function run(command: string, args: string[], env: NodeJS.ProcessEnv, port
 
 /**
  * nginx in the foreground, as any user: `http { … }` holds the shipped `server` block (or
- * `locations`, wrapped in one), with temp paths and logs in a temporary folder.
+ * `locations`, wrapped in one), with temp paths and logs in a temporary folder. One worker
+ * of 256 connections unless `tuning` says otherwise (the bench runs Debian's `auto`).
  */
-export async function startNginx(config: { server: string } | { locations: string; upstreams: Record<string, string> }, port: number): Promise<Proxy> {
+export async function startNginx(
+  config: { server: string } | { locations: string; upstreams: Record<string, string> },
+  port: number,
+  tuning: { workers?: number | 'auto'; connections?: number } = {},
+): Promise<Proxy> {
   const dir = mkdtempSync(join(tmpdir(), 'chat-auth-nginx-'))
   chmodSync(dir, 0o755)
   for (const sub of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
@@ -171,8 +207,8 @@ export async function startNginx(config: { server: string } | { locations: strin
           .join('\n')}\nserver {\n  listen 127.0.0.1:${port};\n${config.locations}\n}\n`
   writeFileSync(
     join(dir, 'nginx.conf'),
-    `worker_processes 1;
-events { worker_connections 256; }
+    `worker_processes ${tuning.workers ?? 1};
+events { worker_connections ${tuning.connections ?? 256}; }
 http {
   access_log off;
   client_body_temp_path ${dir}/body;
@@ -202,11 +238,16 @@ export async function startCaddy(siteBlock: string, port: number): Promise<Proxy
   return run(locate('caddy')!, ['run', '--config', file, '--adapter', 'caddyfile'], env, port, dir)
 }
 
-/** A TCP relay to PostgreSQL that the test can cut: the gateway behind it then cannot read its store. */
-export async function startPgRelay(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; close(): Promise<void> }> {
+/**
+ * A TCP relay the test can cut (to PostgreSQL: the gateway behind it then cannot read its
+ * store) and whose accepted connections it counts (to the gateway: does a proxy reuse them).
+ */
+export async function startRelay(target = { host: '127.0.0.1', port: 5432 }): Promise<{ port: number; cut(): void; connections(): number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>()
   let cut = false
+  let connections = 0
   const server = net.createServer((client) => {
+    connections++
     if (cut) return void client.destroy()
     const upstream = net.connect(target.port, target.host)
     for (const socket of [client, upstream]) {
@@ -227,6 +268,7 @@ export async function startPgRelay(target = { host: '127.0.0.1', port: 5432 }): 
   return {
     port: (server.address() as net.AddressInfo).port,
     cut: cutAll,
+    connections: () => connections,
     async close() {
       cutAll()
       await new Promise<void>((resolve) => server.close(() => resolve()))
