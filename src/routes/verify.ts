@@ -61,8 +61,11 @@ export function answerVerification(verifyToken: VerifyToken, request: FastifyReq
 }
 
 function answer(reply: FastifyReply, verdict: Verdict): FastifyReply {
-  if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(denialBody(verdict.denial))
-  return reply.code(200).headers(identityHeaders(verdict.identity)).send(identityBody(verdict.identity))
+  // A HEAD (what the README's proxy recipes send) gets the status and headers alone: no body
+  // is built and serialized for a proxy that reads none.
+  const head = reply.request.method === 'HEAD'
+  if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(head ? undefined : denialBody(verdict.denial))
+  return reply.code(200).headers(identityHeaders(verdict.identity)).send(head ? undefined : identityBody(verdict.identity))
 }
 
 // The reporter of each verifier's route, found by the verifier: a request Fastify refused

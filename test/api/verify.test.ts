@@ -128,6 +128,7 @@ t.test('any method, any body, any sub-path: the token alone decides', async (t) 
   const headDenied = await verify(node, `${issued.token}x`, { method: 'HEAD' })
   t.equal(headDenied.statusCode, 401, 'HEAD denied')
   t.equal(headDenied.headers['www-authenticate'], 'Bearer error="invalid_token"')
+  t.equal(headDenied.body, '', 'nor a HEAD denied')
 })
 
 t.test('a sub-path that is not valid percent-encoding still answers only 200 or 401', async (t) => {
