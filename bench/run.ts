@@ -18,6 +18,7 @@ import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, 
 import { runLoad, type LoadResult, type Workload } from './lib/load.js'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { buildTable, type Report } from './lib/report.js'
+import { proxiedChat, proxiesMissing, proxyTable, startProxyRig, type ProxyRig } from './lib/proxies.js'
 import * as S from './lib/scenarios.js'
 import { createScratchDatabase, pgReachable } from '../test/support/databases.js'
 import type { MemoryResult } from './memory.js'
@@ -47,6 +48,7 @@ Data
 Load
   --connections N (50)  --duration S (5)  --warmup S (1)  --rounds N (3)
   --scenarios LIST       comma-separated, of: ${S.SCENARIOS.join(', ')} (default: all)
+  --proxy-readme FILE    the proxy scenario runs the nginx and Caddy recipes of this README (default: the repository's)
   --rate-share F         the fixed-rate latency runs offer F × bare Fastify's req/s (0.5; 0 skips)
   --revocations N        after the rounds: revoke N tokens one by one and every token of the
                          company (through the API), then run bare and verify-hot again, with
@@ -95,6 +97,7 @@ const { values: args } = parseArgs({
     'no-fill': { type: 'boolean', default: false },
     'memory-users': { type: 'string' },
     'rate-share': { type: 'string' },
+    'proxy-readme': { type: 'string' },
     'node-options': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
     'no-recovery': { type: 'boolean', default: false },
@@ -343,6 +346,13 @@ async function main(): Promise<void> {
 
   // ── interleaved rounds: baselines and scenarios on the same machine, same settings ──
   const want = (s: S.ScenarioName) => opts.scenarios.includes(s)
+  // the README's nginx and Caddy recipes in front of the main node (bench/lib/proxies.ts)
+  let proxyRig: ProxyRig | undefined
+  const proxySkipped = !want('proxy') ? undefined : !main ? 'proxy scenario skipped: it runs in front of a node the kit starts' : proxiesMissing()
+  if (want('proxy') && main && !proxySkipped) {
+    proxyRig = await startProxyRig(main.url, args['proxy-readme'])
+    cleanups.push(() => proxyRig!.stop())
+  }
   let mixedWorkload: ReturnType<typeof S.mixed> | undefined
   let latencyRate: number | undefined
   const mixedStats: S.MixedStats[] = []
@@ -363,6 +373,7 @@ async function main(): Promise<void> {
     if (update && (want('invalidate') || want('issue-new'))) await measured('update', `plain UPDATE ${r}`, () => S.invalidate(ds), [update.url], update)
     if (want('issue-new')) await measured('issue-new', `issue-new ${r}`, () => S.issueNew(ds), urls, main)
     if (want('invalidate')) await measured('invalidate', `invalidate ${r}`, () => S.invalidate(ds), urls, main)
+    for (const path of proxyRig?.paths ?? []) await measured(path.key, `${path.label} ${r}`, () => proxiedChat(ds, path), [path.url], path.checked ? main : proxyRig!.backend)
     if (want('mixed')) {
       await measured('mixed', `mixed ${r}`, () => (mixedWorkload = S.mixed(ds, { readVersion })), urls, main)
       mixedStats.push({ ...mixedWorkload!.stats })
@@ -512,6 +523,7 @@ async function main(): Promise<void> {
   }
   const table = buildTable(report, args.markdown)
   process.stdout.write(table + '\n')
+  if (want('proxy')) process.stdout.write(proxyTable(results, args.markdown, proxySkipped) + '\n')
   if (args.json) writeFileSync(args.json, JSON.stringify({ ...report, rows: undefined, opts }, null, 2))
 
   // recovery and cold-start need a node on PostgreSQL and Redis of their own (bench/recovery.ts)

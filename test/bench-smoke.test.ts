@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { missing } from './setup/tools.js'
 
 /**
  * A few seconds of the bench kit end to end (`bench --smoke`): it must run and report
@@ -36,4 +37,16 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
     t.ok(runs && runs[0]!.responses > 0 && Number.isFinite(runs[0]!.rps) && Number.isFinite(runs[0]!.latency.p99), `${key} reports numbers`)
   }
   t.ok(report.memory && Number.isFinite(report.memory.heapBytesPerUser), 'reports heap per cached user')
+  // the README's nginx and Caddy recipes (bench/lib/proxies.ts), where both are installed
+  const proxies = missing('nginx', 'caddy')
+  t.test('the proxy scenario', { skip: proxies }, async (t) => {
+    t.match(run.stdout, /behind a reverse proxy/, 'prints its table')
+    for (const key of ['proxy:backend', 'proxy:nginx', 'proxy:nginx-auth', 'proxy:caddy', 'proxy:caddy-auth']) {
+      const runs = report.results[key]
+      t.ok(runs && runs[0]!.responses > 0 && Number.isFinite(runs[0]!.rps), `${key} ran and reports numbers`)
+    }
+    const judged = report.results['proxy:nginx-auth']![0]! as unknown as { wrong: number; statuses: Record<string, number> }
+    t.equal(judged.wrong, 0, 'nginx auth_request: no wrong answer')
+    t.ok((judged.statuses['401'] ?? 0) > 0, 'its sample of revoked and broken tokens was refused')
+  })
 })

@@ -6,7 +6,7 @@ const VERIFY = '/rest/v1/auth/verify'
 const TOKEN = '/rest/v1/auth/token'
 const INVALIDATE = '/rest/v1/auth/invalidate-token'
 
-export const SCENARIOS = ['verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed'] as const
+export const SCENARIOS = ['verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed', 'proxy'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 function bearer(token: string): Record<string, string> {
