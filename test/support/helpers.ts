@@ -35,7 +35,9 @@ export async function storeEnv(t: Teardown): Promise<Record<string, string>> {
 async function freshDb(t: Teardown): Promise<{ db: Db; env: Record<string, string> }> {
   if (STORE === 'pglite') return { db: await emptyPglite(t), env: { DATA_DIR: 'memory://' } }
   const url = await freshPostgresDatabase(t)
-  const db = createPostgresDb(url)
+  // In-process test folders keep every file's nodes open until the folder's last test (see
+  // suite.ts): a few connections each keep the pass within PostgreSQL's default 100.
+  const db = createPostgresDb(url, { max: 4 })
   t.teardown(() => db.close())
   return { db, env: { DATABASE_URL: url } }
 }
