@@ -1,4 +1,5 @@
 import http from 'node:http'
+import { Webhook } from 'standardwebhooks'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { createScratchDatabase } from '../support/databases.js'
@@ -24,6 +25,7 @@ type Mutant =
   | 'retention-ignores-skew'
   | 'acks-before-sessions'
   | 'acks-before-stream-writes'
+  | 'webhook-failures-recorded-delivered'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 async function startNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
@@ -61,7 +63,10 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * - an event of such an invalidation or revoke-token not yet written to a node's event
  *   stream (SPEC §8.2, one stream per node held by the driver since before the write; the
  *   node notes what it handed to the stream's socket) when asked right after the 200 — or,
- *   if a fault was near, never written within STREAM_LATE_LIMIT_MS.
+ *   if a fault was near, never written within STREAM_LATE_LIMIT_MS;
+ * - an event of the first company never accepted by its webhook receiver (SPEC §9.3, a real
+ *   HTTP server that verifies every signature and answers 500 to a fifth of the attempts)
+ *   within WEBHOOK_DRAIN_MS after the load stops: at least once, whatever the faults.
  *
  * Then once per mutant (lib/mutants.mjs), each with one defence taken out of the node's
  * injected parts (no flush and no catch-up on reconnect; a catch-up that skips what was
@@ -69,7 +74,7 @@ async function startNode(name: string, env: Record<string, string>, options: { m
  * meanwhile; reads of the change log while subscribed that drop what they read; revocations
  * kept until exp + JWT_CLOCK_TOLERANCE only, leaving out MAX_CLOCK_SKEW; nodes that acknowledge a
  * change before aborting the sessions it ends; nodes that acknowledge one before writing its
- * events to their streams): the checker must
+ * events to their streams; webhook attempts that failed recorded as delivered): the checker must
  * find violations (of the kind the mutant concerns), or it proves nothing.
  */
 const LEASE_MS = 500
@@ -104,6 +109,12 @@ const SESSION_BOUND_MS = LEASE_MS + 1000
 
 /** A node that missed a change (a fault near) still writes its events once it reads the store again (every second); past this, they are lost. */
 const STREAM_LATE_LIMIT_MS = 15_000
+
+/** Every event must have reached the webhook receiver this long after the load stopped (retries start at WEBHOOK_RETRY_BASE_MS). */
+const WEBHOOK_DRAIN_MS = 45_000
+const WEBHOOK_RETRY_BASE_MS = '200'
+/** share of webhook attempts the receiver answers 500 */
+const WEBHOOK_FAILURE_SHARE = 0.2
 
 /** One event's check on one node's stream: written when asked right after the 200 (undefined: could not ask), else how long after the 200 it was. */
 interface StreamFinding {
@@ -210,6 +221,7 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     REDIS_URL: `redis://127.0.0.1:${proxies[i]!.port}`,
     CACHE_LEASE_MS: String(LEASE_MS),
     MAX_CLOCK_SKEW,
+    WEBHOOK_RETRY_BASE_MS,
   })
   // The mutant runs start their nodes through a test-only entry point: no configuration
   // variable can take a defence out.
@@ -355,11 +367,13 @@ interface Result {
   faults: number
   violations: number
   /** violations by kind: an older token version, a revoked jti, a company-wide revoke, an open session */
-  byKind: { version: number; jti: number; company: number; session: number; stream: number }
+  byKind: { version: number; jti: number; company: number; session: number; stream: number; webhook: number }
   /** sessions held on the nodes: opened, ended by a change that answered 200, checked right after it, violations (open at the answer with no fault near, or after the bound) */
   sessions: { opened: number; refused: number; ended: number; checked: number; openNearFault: number; strictViolations: number; boundViolations: number; unchecked: number }
   /** events of invalidations and revoke-tokens that answered 200, checked on every node's stream: violations (not written at the answer with no fault near, or never) */
   stream: { checked: number; late: number; strictViolations: number; lostViolations: number; unchecked: number }
+  /** the first company's events and its webhook receiver: accepted at least once, attempts, refused on purpose, never accepted (violations) */
+  webhooks: { events: number; accepted: number; attempts: number; failedOnPurpose: number; duplicates: number; missing: number }
   rate503During: number
   rate503After: number
   examples: string[]
@@ -392,6 +406,8 @@ async function drive<S extends Driven>(
   const nodes = s.nodes.map((n) => n.url)
   const key = await setupCompany(nodes[0]!)
   const creds = { keyId: key.keyId, keySecret: key.keySecret }
+  // The first company's webhook receiver: each signature verified, a fifth of the attempts refused.
+  const webhook = await startWebhookReceiver(nodes[0]!, key.companyId)
 
   // Every user, with a token of every version it has had (the driver keeps them all).
   const users: Array<{ id: string; tokens: Map<number, string>; latest: number }> = []
@@ -779,6 +795,7 @@ async function drive<S extends Driven>(
   await Promise.all(sessionChecks)
   streamStop.abort()
   await Promise.all(watching)
+  const webhookCounts = await webhook.drain(log)
   const loadSeconds = (now() - loadStarted) / 1000
 
   // ── the checker ──
@@ -807,8 +824,10 @@ async function drive<S extends Driven>(
     return fault ? ` (near fault: ${fault.name})` : ''
   }
   let violations = 0
-  const byKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0 }
+  const byKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: webhookCounts.missing }
   const examples: string[] = []
+  violations += webhookCounts.missing
+  for (const id of webhookCounts.missingIds.slice(0, 3)) examples.push(`event ${id} of the first company never reached its webhook receiver within ${WEBHOOK_DRAIN_MS} ms of the load's end`)
   const at = (time: number) => `${((time - loadStarted) / 1000).toFixed(3)} s`
   // The company revokes that had answered before `start`, by answer time: the latest one
   // that began after the token's issuing answered refuses it.
@@ -952,7 +971,7 @@ async function drive<S extends Driven>(
       `written later near a fault ${streamCounts.late} (${quantiles(lateBy)} after the 200); violations: ${streamCounts.strictViolations} not written at the answer with no fault near, ${streamCounts.lostViolations} never written`,
   )
   for (const example of examples) log(`  violation: ${example}`)
-  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company}, open session ${byKind.session}, event stream ${byKind.stream})`)
+  log(`violations: ${violations} (older version ${byKind.version}, revoked jti ${byKind.jti}, company revoke ${byKind.company}, open session ${byKind.session}, event stream ${byKind.stream}, webhook ${byKind.webhook})`)
   return {
     verifications: verifications.length,
     accepted,
@@ -964,11 +983,89 @@ async function drive<S extends Driven>(
     byKind,
     sessions: sessionCounts,
     stream: streamCounts,
+    webhooks: { events: webhookCounts.events, accepted: webhookCounts.accepted, attempts: webhookCounts.attempts, failedOnPurpose: webhookCounts.failedOnPurpose, duplicates: webhookCounts.duplicates, missing: webhookCounts.missing },
     faults: windows.length,
     violations,
     rate503During: rate503(during),
     rate503After: rate503(after),
     examples,
+  }
+}
+
+/**
+ * A webhook receiver of the company (SPEC §9.3): a real HTTP server that verifies every
+ * signature with the `standardwebhooks` package and refuses a fifth of the attempts (500).
+ * `drain()` waits, once the load stopped, until every event the listing has of the company
+ * was accepted at least once (or WEBHOOK_DRAIN_MS passed).
+ */
+async function startWebhookReceiver(node: string, companyId: string) {
+  const accepted = new Set<string>()
+  let attempts = 0
+  let failedOnPurpose = 0
+  let duplicates = 0
+  let badSignatures = 0
+  let verifier: Webhook | undefined
+  const server = http.createServer((request, response) => {
+    let body = ''
+    request.setEncoding('utf8')
+    request.on('data', (chunk) => (body += chunk))
+    request.on('end', () => {
+      attempts++
+      try {
+        verifier!.verify(body, request.headers as Record<string, string>)
+      } catch {
+        badSignatures++
+        return void response.writeHead(400).end()
+      }
+      if (Math.random() < WEBHOOK_FAILURE_SHARE) {
+        failedOnPurpose++
+        return void response.writeHead(500).end()
+      }
+      const id = String(request.headers['webhook-id'])
+      if (accepted.has(id)) duplicates++
+      accepted.add(id)
+      response.writeHead(204).end()
+    })
+  })
+  const port = await freePort()
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const created = await call(node, 'POST', `/admin/v1/companies/${companyId}/webhooks`, { url: `http://127.0.0.1:${port}/hook` }, { authorization: `Bearer ${ADMIN_TOKEN}` })
+  if (created.status !== 201) throw new Error(`webhook: ${created.status} ${JSON.stringify(created.body)}`)
+  verifier = new Webhook(created.body.secret)
+
+  const eventIds = async (): Promise<string[] | undefined> => {
+    const ids: string[] = []
+    let before: string | null = null
+    do {
+      const page: { status: number; body: any } | undefined = await call(node, 'GET', `/admin/v1/companies/${companyId}/events?limit=500${before ? `&before=${encodeURIComponent(before)}` : ''}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` }).catch(() => undefined)
+      if (page?.status !== 200) return undefined
+      ids.push(...(page.body.events as Array<{ id: string }>).map((event) => event.id))
+      before = page.body.next
+    } while (before)
+    return ids
+  }
+
+  // Events committed before the endpoint existed are not its to receive (api_key.created).
+  const earlier = new Set((await eventIds()) ?? [])
+  const eventsSinceCreated = async () => (await eventIds())?.filter((id) => !earlier.has(id))
+
+  return {
+    async drain(log: (line: string) => void) {
+      const started = now()
+      let ids = (await eventsSinceCreated()) ?? []
+      while (now() - started < WEBHOOK_DRAIN_MS && ids.some((id) => !accepted.has(id))) {
+        await sleep(250)
+        ids = (await eventsSinceCreated()) ?? ids
+      }
+      server.closeAllConnections()
+      server.close()
+      const missingIds = ids.filter((id) => !accepted.has(id))
+      log(
+        `webhooks: ${ids.length} events of the first company, ${ids.length - missingIds.length} accepted by the receiver at least once (all within ${((now() - started) / 1000).toFixed(1)} s of the load's end, or ${WEBHOOK_DRAIN_MS / 1000} s) over ${attempts} attempts ` +
+          `(${failedOnPurpose} refused on purpose, ${duplicates} duplicates of an accepted one, ${badSignatures} bad signatures); never accepted: ${missingIds.length}`,
+      )
+      return { events: ids.length, accepted: ids.length - missingIds.length, attempts, failedOnPurpose, duplicates, missing: missingIds.length + badSignatures, missingIds }
+    },
   }
 }
 
@@ -999,6 +1096,8 @@ t.test('under faults, no node accepts a token whose invalidation had answered', 
   t.equal(result.byKind.session, 0, `sessions still open after the revocation that ended them answered: ${result.byKind.session}`)
   t.ok(result.stream.checked > 300, `events checked on the nodes' streams right after their 200 (${result.stream.checked})`)
   t.equal(result.byKind.stream, 0, `events not on a node's stream when their write answered: ${result.byKind.stream}`)
+  t.ok(result.webhooks.events > 300 && result.webhooks.failedOnPurpose > 20, `webhooks: ${result.webhooks.events} events, ${result.webhooks.failedOnPurpose} attempts refused on purpose`)
+  t.equal(result.byKind.webhook, 0, `events never accepted by the webhook receiver: ${result.byKind.webhook}`)
   t.equal(result.violations, 0, `violations: ${result.violations}`)
   const metrics = await Promise.all(s.nodes.map((n) => call(n.url, 'GET', '/metrics')))
   for (const [i, m] of metrics.entries()) {
@@ -1026,16 +1125,18 @@ for (const [mutant, what] of [
   ['retention-ignores-skew', 'with revocations kept until exp + JWT_CLOCK_TOLERANCE only (MAX_CLOCK_SKEW left out)'],
   ['acks-before-sessions', 'with nodes that acknowledge a change before aborting the sessions it ends'],
   ['acks-before-stream-writes', 'with nodes that acknowledge a change before writing its events to their streams'],
+  ['webhook-failures-recorded-delivered', 'with webhook attempts that failed recorded as delivered'],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
     // A jti-only mutant's revoked tokens are accepted only until their user's next invalidation:
     // present the latest ones more often, so that a missed one is seen within that time.
-    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' || mutant === 'acks-before-stream-writes' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
+    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' || mutant === 'acks-before-stream-writes' || mutant === 'webhook-failures-recorded-delivered' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
     const result = await drive(s, selected(faults), (line) => t.comment(line), JTI_MIX_MUTANTS.has(mutant) ? { revokedShare: 0.4, revokedKept: 40 } : {})
     t.ok((await mutantCalls(s.nodes)) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals' || mutant === 'retention-ignores-skew') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)
+    else if (mutant === 'webhook-failures-recorded-delivered') t.ok(result.byKind.webhook > 0, `the checker finds events the webhook receiver never accepted (${result.byKind.webhook})`)
     else if (mutant === 'acks-before-stream-writes') t.ok(result.stream.strictViolations > 0, `the checker finds events not yet on a node's stream right after the 200, with no fault near (${result.stream.strictViolations})`)
     else if (mutant === 'acks-before-sessions') t.ok(result.sessions.strictViolations > 0, `the checker finds sessions still open right after the 200, on nodes with no fault near (${result.sessions.strictViolations})`)
     else t.ok(result.violations > 0, `with a defence taken out the checker finds violations (${result.violations})`)
@@ -1054,6 +1155,7 @@ async function setUpSentinel(set: SentinelSet, postgres: PostgresServer, databas
     REDIS_SENTINELS: set.sentinelsEnv,
     REDIS_SENTINEL_NAME: set.name,
     CACHE_LEASE_MS: String(LEASE_MS),
+    WEBHOOK_RETRY_BASE_MS,
   }
   const options = { mutant }
   const nodes: NodeProcess[] = []

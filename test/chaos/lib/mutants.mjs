@@ -139,10 +139,21 @@ export function createMutant(name, config) {
       }),
       store: (store) => ({ ...store, eventsSince: async (...args) => (await new Promise((resolve) => setTimeout(resolve, 200)), store.eventsSince(...args)) }),
     },
+    // A webhook attempt that failed (the receiver refused it, timed out, or was not there) is
+    // recorded as delivered: the event is never sent again.
+    'webhook-failures-recorded-delivered': {
+      store: (store) => ({
+        ...store,
+        recordAttempt: (owner, webhookId, deliveryId, outcome, leaseMs) => {
+          if (!outcome.delivered) acted()
+          return store.recordAttempt(owner, webhookId, deliveryId, outcome.delivered ? outcome : { ...outcome, delivered: true }, leaseMs)
+        },
+      }),
+    },
   }
   const parts = mutants[name]
   if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'acks-before-stream-writes']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered']
