@@ -30,7 +30,7 @@ t.test('chat-auth-gateway/client is an export of the package, and loads no serve
     console.log(JSON.stringify({ client: Object.keys(client).sort(), main: typeof main.chatAuthPlugin }))`
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT })
   const exported = JSON.parse(stdout)
-  t.same(exported.client, ['AdminClient', 'CLIENT_CODES', 'ChatAuthClient', 'ChatAuthError'])
+  t.same(exported.client, ['AdminClient', 'CLIENT_CODES', 'ChatAuthClient', 'ChatAuthError', 'OAuthCalls'])
   t.equal(exported.main, 'function', 'the main entry still resolves through exports')
 })
 

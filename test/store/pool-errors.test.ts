@@ -27,5 +27,9 @@ t.test('a lost idle PostgreSQL connection is counted and logged, and the node ca
   t.ok(rows.length > 0, `terminated ${rows.length} idle connection(s) of the node`)
   await waitFor('the pool to report the loss', async () => (await poolErrors()) > 0, { timeoutMs: 10_000 })
   t.ok(node.logs.some((line) => line.includes('an idle PostgreSQL connection was lost')), 'logged')
-  t.equal((await node.admin('POST', '/admin/v1/companies', { name: 'After' })).statusCode, 201, 'and the node still answers')
+  // Each terminated connection is reported when its error event comes: one not yet reported
+  // may still serve one query (a 503), never more than one per connection terminated.
+  const statuses: number[] = []
+  await waitFor('the node to answer', async () => statuses[statuses.push((await node.admin('POST', '/admin/v1/companies', { name: 'After' })).statusCode) - 1], { until: (status) => status === 201, timeoutMs: 5000, everyMs: 50 })
+  t.ok(statuses.length <= rows.length, `and the node still answers (${statuses.join(', ')})`)
 })
