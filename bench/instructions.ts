@@ -1,0 +1,119 @@
+/**
+ * CPU instructions per verify-hot request, counted by valgrind's callgrind: a count that
+ * does not move with the machine's load, unlike req/s on shared cores. Bare Fastify
+ * (bench/baselines/server.ts bare) and a node (bench/node-host.ts, on a scratch PostgreSQL
+ * database) each run under callgrind with instrumentation off; after a warm-up the kit
+ * switches it on, sends a warm-up chunk (translation and JIT settle), zeroes the counts,
+ * sends `--requests` verify-hot requests and dumps the count. The ratio bare/node is the
+ * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
+ * for both, is not counted).
+ *
+ *   node dist/bench/instructions.js [--requests 4000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
+ *
+ * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
+ */
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { createPostgresDb } from '../src/store/db.js'
+import { layoutFor, prepareSql, sqlDataset } from './lib/data.js'
+import { runLoad } from './lib/load.js'
+import { DIST, freePort } from './lib/procs.js'
+import * as S from './lib/scenarios.js'
+import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
+import { createScratchDatabase } from '../test/support/databases.js'
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '4000' },
+    hot: { type: 'string', default: '1000' },
+    connections: { type: 'string', default: '4' },
+    only: { type: 'string' },
+    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
+    'keep-dumps': { type: 'string' },
+  },
+})
+const requests = Number(args.requests)
+const hot = Number(args.hot)
+const connections = Number(args.connections)
+
+interface Counted {
+  target: string
+  requests: number
+  instructions: number
+  perRequest: number
+}
+
+async function underCallgrind(target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, dumps: string, workload: () => ReturnType<typeof S.verifyHot>): Promise<Counted> {
+  const port = await freePort()
+  const out = join(dumps, `${target}.%p`)
+  const proc: ChildHandle = spawnProcess(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, script, ...scriptArgs],
+    { name: target, inheritEnv: true, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, ipc: true },
+  )
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await waitUntilServing(proc, url + readyPath, 180_000)
+    // vgdb names its pipes after $HOST, which the server's environment sets: the same here
+    const control = (...flags: string[]) => execFileSync('callgrind_control', [...flags, String(proc.pid)], { stdio: 'ignore', env: { ...process.env, HOST: '127.0.0.1' } })
+    const load = (amount: number) => runLoad(workload(), { label: target, urls: [url], connections, durationS: 3600, amount, progress: null })
+    // uninstrumented: caches filled, the JIT's code in place
+    await load(hot * 3)
+    control('-i', 'on')
+    await load(Math.max(hot, 1000))
+    control('-z')
+    const result = await load(requests)
+    control('-d')
+    if (result.statuses['200'] !== result.responses) throw new Error(`${target}: not every answer was 200: ${JSON.stringify(result.statuses)}`)
+    // An idle process takes callgrind's commands only when it runs again: poke it until the dump is there.
+    let instructions: number | undefined
+    for (let waited = 0; instructions === undefined; waited += 200) {
+      if (waited > 60_000) throw new Error(`${target}: no callgrind dump in ${dumps}`)
+      await fetch(url + readyPath).then((r) => r.arrayBuffer(), () => {})
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      instructions = readDumps(dumps, target)
+    }
+    return { target, requests: result.responses, instructions, perRequest: instructions / result.responses }
+  } finally {
+    await proc.stop(10_000)
+  }
+}
+
+/** The `totals:` of the dump taken after the zeroing (the latest one of this target). */
+function readDumps(dir: string, target: string): number | undefined {
+  // `<target>.<pid>.<n>`: the n-th dump of that process
+  const files = readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+  const last = files.pop()
+  if (last === undefined) return undefined
+  const totals = /^totals:\s+(\d+)/m.exec(readFileSync(join(dir, last), 'utf8'))
+  return totals ? Number(totals[1]) : undefined
+}
+
+const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
+const scratch = await createScratchDatabase(args['pg-url']!, 'bench')
+const results: Counted[] = []
+try {
+  const layout = layoutFor(4000 + hot, hot, 2000, 2000)
+  const db = createPostgresDb(scratch.url)
+  const prepared = await prepareSql(db, layout)
+  await db.close()
+  const jwtSecret = randomBytes(48).toString('base64url')
+  const ds = sqlDataset(prepared, layout, jwtSecret)
+  const workload = () => S.verifyHot(ds)
+  if (args.only !== 'node') results.push(await underCallgrind('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', dumps, workload))
+  if (args.only !== 'bare') {
+    const env = { DATABASE_URL: scratch.url, JWT_SECRET: jwtSecret, ADMIN_TOKEN: 'adm_' + randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn', SEED_DEMO: 'false' }
+    results.push(await underCallgrind('node', DIST + 'bench/node-host.js', [], env, '/readyz', dumps, workload))
+  }
+} finally {
+  await scratch.drop()
+  if (args['keep-dumps'] === undefined) rmSync(dumps, { recursive: true, force: true })
+}
+for (const r of results) process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests)\n`)
+const bare = results.find((r) => r.target === 'bare')
+const node = results.find((r) => r.target === 'node')
+if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (verify-hot's CPU-bound ceiling as a ratio to bare Fastify)\n`)
