@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { bearerToken, type Identity, type Verdict, type VerifyToken } from '../auth/verify.js'
+import { bearerToken, type Identity, type TokenClaims, type Verdict, type VerifyToken } from '../auth/verify.js'
 import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
 import { BEARER_CHALLENGE, denialBody } from '../errors.js'
 import type { Metrics } from '../metrics.js'
@@ -41,6 +41,9 @@ function encodeHeaderValue(value: string): string {
   return /^[\x21-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value)
 }
 
+/** Every verdict, allowed or not, is this request's alone: no proxy may keep it. */
+const NOT_STORED = { 'cache-control': 'no-store' }
+
 export const VERIFY_PATH = '/rest/v1/auth/verify'
 
 /**
@@ -48,7 +51,6 @@ export const VERIFY_PATH = '/rest/v1/auth/verify'
  * hit it answers synchronously: the hot path makes no promise at all.
  */
 export function answerVerification(verifyToken: VerifyToken, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
-  reply.header('cache-control', 'no-store')
   let verdict: Verdict | Promise<Verdict>
   try {
     verdict = verifyToken(bearerToken(request.headers.authorization))
@@ -62,10 +64,92 @@ export function answerVerification(verifyToken: VerifyToken, request: FastifyReq
 
 function answer(reply: FastifyReply, verdict: Verdict): FastifyReply {
   // A HEAD (what the README's proxy recipes send) gets the status and headers alone: no body
-  // is built and serialized for a proxy that reads none.
+  // is built and serialized for a proxy that reads none, nor its length sent.
   const head = reply.request.method === 'HEAD'
-  if (!verdict.ok) return reply.code(401).headers(BEARER_CHALLENGE).send(head ? undefined : denialBody(verdict.denial))
-  return reply.code(200).headers(identityHeaders(verdict.identity)).send(head ? undefined : identityBody(verdict.identity))
+  if (!verdict.ok) return reply.code(401).headers(NOT_STORED).headers(BEARER_CHALLENGE).send(head ? undefined : denialBody(verdict.denial))
+  const prepared = preparedAnswer(reply, verdict.claims, verdict.identity)
+  // The bytes are final: written as they are, past Fastify's header and serialisation steps
+  // (its onResponse hooks still run when the response finishes).
+  reply.hijack()
+  if (head) {
+    reply.raw.writeHead(200, prepared.headHeaders)
+    reply.raw.end()
+  } else {
+    reply.raw.writeHead(200, prepared.headers)
+    reply.raw.end(prepared.body)
+  }
+  return reply
+}
+
+/**
+ * An allowed answer, serialised: the body and the headers of one identity. Every check has
+ * run for this request before it is looked up; it only saves serialising the same identity
+ * again. It is reused only while every field it was made from is the very same value (the
+ * cached states are replaced, never changed, so that is one comparison of references per
+ * field); any change of the user, the agent or the token makes a new one.
+ */
+interface PreparedAnswer {
+  userId: string
+  externalId: string
+  companyId: string
+  agentId: string
+  agentName: string
+  agentActive: boolean
+  tokenVersion: number
+  exp: number
+  /** raw header pairs for writeHead */
+  headers: string[]
+  /** the same without the body's type and length, for a HEAD */
+  headHeaders: string[]
+  body: string
+}
+
+// Keyed by the verified claims object the keyring keeps for a token (never by the token):
+// an entry goes when the keyring forgets the token.
+const preparedAnswers = new WeakMap<TokenClaims, PreparedAnswer>()
+
+function preparedAnswer(reply: FastifyReply, claims: TokenClaims, identity: Identity): PreparedAnswer {
+  const known = preparedAnswers.get(claims)
+  if (known !== undefined && madeFrom(known, identity)) return known
+  const made = prepare(reply, identity)
+  preparedAnswers.set(claims, made)
+  return made
+}
+
+function madeFrom(prepared: PreparedAnswer, identity: Identity): boolean {
+  const { user, agent } = identity
+  return (
+    prepared.userId === user.id &&
+    prepared.externalId === user.externalId &&
+    prepared.companyId === user.companyId &&
+    prepared.agentId === user.agentId &&
+    prepared.agentName === agent.name &&
+    prepared.agentActive === agent.active &&
+    prepared.tokenVersion === identity.tokenVersion &&
+    prepared.exp === identity.exp
+  )
+}
+
+function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
+  // the route's own response serialiser: the very bytes Fastify would have sent
+  const serialize = reply.getSerializationFunction('200') ?? JSON.stringify
+  const body = serialize(identityBody(identity))
+  const headHeaders = ['cache-control', 'no-store']
+  for (const [name, value] of Object.entries(identityHeaders(identity))) headHeaders.push(name, value)
+  const headers = [...headHeaders, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))]
+  return {
+    userId: identity.user.id,
+    externalId: identity.user.externalId,
+    companyId: identity.user.companyId,
+    agentId: identity.user.agentId,
+    agentName: identity.agent.name,
+    agentActive: identity.agent.active,
+    tokenVersion: identity.tokenVersion,
+    exp: identity.exp,
+    headers,
+    headHeaders,
+    body,
+  }
 }
 
 // The reporter of each verifier's route, found by the verifier: a request Fastify refused
@@ -77,7 +161,7 @@ function cannotDecide(verifyToken: VerifyToken, request: FastifyRequest, reply: 
   let report = reporters.get(verifyToken)
   if (report === undefined) reporters.set(verifyToken, (report = undecidedReporter(request.server.log)))
   report(error, request.id)
-  return answerUndecided(reply)
+  return answerUndecided(reply.headers(NOT_STORED))
 }
 
 const VerifyResponse = Type.Object({
