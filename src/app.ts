@@ -109,19 +109,32 @@ export async function buildApp(config: Config, options: GatewayOptions, routes?:
   return { app: fastify, gateway: fastify.gateway }
 }
 
+/**
+ * chat_auth_http_requests_total by route, method and status. Each route gets a hook of its
+ * own that knows its path (`request.routeOptions` builds a new object on every read), and
+ * bumps a series bound once per method and status; requests no route matched are counted
+ * by one hook for all.
+ */
 function countRequests(fastify: FastifyInstance, gateway: Gateway): void {
-  const count = gateway.metrics.counter('chat_auth_http_requests_total', 'HTTP requests by route, method and status', ['route', 'method', 'status'])
-  // One labels object per series, so the hot path allocates nothing.
-  const labelSets = new Map<string, { route: string; method: string; status: number }>()
-  fastify.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched'
-    const key = route + ' ' + request.method + ' ' + reply.statusCode
-    let labels = labelSets.get(key)
-    if (labels === undefined) {
-      labels = { route, method: request.method, status: reply.statusCode }
-      if (labelSets.size < 1000) labelSets.set(key, labels)
+  const series = gateway.metrics.seriesCounter('chat_auth_http_requests_total', 'HTTP requests by route, method and status', ['route', 'method', 'status'])
+  const counterOf = (route: string) => {
+    const byMethod = new Map<string, Map<number, () => void>>()
+    return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      const { method } = request
+      const { statusCode } = reply
+      let byStatus = byMethod.get(method)
+      if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()))
+      let count = byStatus.get(statusCode)
+      if (count === undefined) byStatus.set(statusCode, (count = series({ route, method, status: statusCode })))
+      count()
+      done()
     }
-    count(labels)
-    done()
+  }
+  fastify.addHook('onRoute', (route) => {
+    const own = route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]
+    // a new array: the HEAD route Fastify derives from a GET copies its options before this runs
+    route.onResponse = [...own, counterOf(route.url)] as typeof route.onResponse
   })
+  const unmatched = counterOf('unmatched')
+  fastify.addHook('onResponse', (request, reply, done) => (request.is404 ? unmatched(request, reply, done) : done()))
 }

@@ -51,6 +51,25 @@ export class Metrics {
     return (labels, by = 1) => counter.inc(labels as LabelValues<L>, by)
   }
 
+  /**
+   * A counter for the request path: `series(labels)` is called once per label set and hands
+   * back that series' increment, a plain addition (prom-client's own `inc` hashes the labels
+   * on every call); the totals reach prom-client when /metrics is scraped.
+   */
+  seriesCounter<L extends string>(name: string, help: string, labelNames: readonly L[]): (labels: LabelValues<L>) => (by?: number) => void {
+    const series = new Map<string, Sample<L>>()
+    this.collect(name, help, 'counter', () => [...series.values()], labelNames)
+    return (labels) => {
+      const key = labelNames.map((label) => String(labels[label])).join('\u0000')
+      let sample = series.get(key)
+      if (sample === undefined) series.set(key, (sample = { labels: { ...labels }, value: 0 }))
+      const counted = sample
+      return (by = 1) => {
+        counted.value += by
+      }
+    }
+  }
+
   /** A histogram (seconds, by default LATENCY_BUCKETS_SECONDS). */
   histogram<L extends string = never>(
     name: string,

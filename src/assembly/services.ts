@@ -32,17 +32,17 @@ export interface Services {
 export function openServices(onClose: OnClose, config: Config, parts: { store: Store; states: States; bus: InvalidationBus; keyring: Keyring; metrics: Metrics; logger: Logger }): Services {
   const { store, states, bus, keyring, metrics, logger } = parts
   const clockToleranceSeconds = config.jwt.clockToleranceSeconds
-  const countOutcome = metrics.counter('chat_auth_verifications_total', 'Token verifications by outcome code', ['code'])
-  // One labels object per outcome, so the hot path allocates nothing.
-  const outcomes = new Map<string, { code: string }>()
+  const outcomeSeries = metrics.seriesCounter('chat_auth_verifications_total', 'Token verifications by outcome code', ['code'])
+  // One increment per outcome, bound once: the hot path allocates nothing and hashes no labels.
+  const outcomes = new Map<string, () => void>()
   const verifyToken = createTokenVerifier({
     keyring,
     states,
     clockToleranceSeconds,
     onOutcome: (code) => {
-      let labels = outcomes.get(code)
-      if (!labels) outcomes.set(code, (labels = { code }))
-      countOutcome(labels)
+      let count = outcomes.get(code)
+      if (count === undefined) outcomes.set(code, (count = outcomeSeries({ code })))
+      count()
     },
   })
   const usedKeys = createBatcher({
