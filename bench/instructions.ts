@@ -4,11 +4,12 @@
  * (bench/baselines/server.ts bare) and a node (bench/node-host.ts, on a scratch PostgreSQL
  * database) each run under callgrind with instrumentation off; after a warm-up the kit
  * switches it on, sends a warm-up chunk (translation and JIT settle), zeroes the counts,
- * sends `--requests` verify-hot requests and dumps the count. The ratio bare/node is the
+ * sends `--requests` verify-hot requests and dumps the count. V8 runs with --single-threaded
+ * (its compiler and GC on the main thread), so that the count does not depend on scheduling. The ratio bare/node is the
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--requests 4000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--requests 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
  *
  * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
  */
@@ -18,6 +19,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { performance } from 'node:perf_hooks'
 import { createPostgresDb } from '../src/store/db.js'
 import { layoutFor, prepareSql, sqlDataset } from './lib/data.js'
 import { runLoad } from './lib/load.js'
@@ -28,7 +30,7 @@ import { createScratchDatabase } from '../test/support/databases.js'
 
 const { values: args } = parseArgs({
   options: {
-    requests: { type: 'string', default: '4000' },
+    requests: { type: 'string', default: '10000' },
     hot: { type: 'string', default: '1000' },
     connections: { type: 'string', default: '4' },
     only: { type: 'string' },
@@ -44,6 +46,8 @@ interface Counted {
   target: string
   requests: number
   instructions: number
+  /** instructions per second while idle, taken out of perRequest */
+  idlePerSecond: number
   perRequest: number
 }
 
@@ -52,7 +56,8 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
   const out = join(dumps, `${target}.%p`)
   const proc: ChildHandle = spawnProcess(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, script, ...scriptArgs],
+    // --single-threaded: V8 compiles and collects on this thread, so that the count does not depend on how valgrind schedules its helpers
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', script, ...scriptArgs],
     { name: target, inheritEnv: true, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, ipc: true },
   )
   const url = `http://127.0.0.1:${port}`
@@ -61,26 +66,50 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     // vgdb names its pipes after $HOST, which the server's environment sets: the same here
     const control = (...flags: string[]) => execFileSync('callgrind_control', [...flags, String(proc.pid)], { stdio: 'ignore', env: { ...process.env, HOST: '127.0.0.1' } })
     const load = (amount: number) => runLoad(workload(), { label: target, urls: [url], connections, durationS: 3600, amount, progress: null })
-    // uninstrumented: caches filled, the JIT's code in place
-    await load(hot * 3)
+    // uninstrumented: caches filled, the JIT's code in place (a short warm-up left counts that varied 2× from run to run)
+    await load(Math.max(hot * 10, 10_000))
     control('-i', 'on')
-    await load(Math.max(hot, 1000))
+    await load(3000)
     control('-z')
     const result = await load(requests)
+    const loadDumps = dumpCount(dumps, target)
     control('-d')
     if (result.statuses['200'] !== result.responses) throw new Error(`${target}: not every answer was 200: ${JSON.stringify(result.statuses)}`)
-    // An idle process takes callgrind's commands only when it runs again: poke it until the dump is there.
-    let instructions: number | undefined
-    for (let waited = 0; instructions === undefined; waited += 200) {
-      if (waited > 60_000) throw new Error(`${target}: no callgrind dump in ${dumps}`)
-      await fetch(url + readyPath).then((r) => r.arrayBuffer(), () => {})
-      await new Promise((resolve) => setTimeout(resolve, 200))
-      instructions = readDumps(dumps, target)
-    }
-    return { target, requests: result.responses, instructions, perRequest: instructions / result.responses }
+    const instructions = await nextDump(dumps, target, url + readyPath, loadDumps)
+    // What the process runs by the clock whatever it serves (a node's heartbeats, prom-client's
+    // event-loop monitor): counted while idle, per second, and taken out of the load's count,
+    // which otherwise grows with how slowly the shared machine let the load run.
+    control('-z')
+    const idleStarted = performance.now()
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+    const dumped = dumpCount(dumps, target)
+    control('-d')
+    const idle = await nextDump(dumps, target, url + readyPath, dumped)
+    const idlePerSecond = idle / ((performance.now() - idleStarted) / 1000)
+    const background = idlePerSecond * result.elapsedS
+    return { target, requests: result.responses, instructions, idlePerSecond, perRequest: (instructions - background) / result.responses }
   } finally {
     await proc.stop(10_000)
   }
+}
+
+const IDLE_MS = 10_000
+
+/** The next dump's total: an idle process takes callgrind's commands only when it runs again, so it is poked until the dump is there. */
+async function nextDump(dumps: string, target: string, pokeUrl: string, seen: number): Promise<number> {
+  for (let waited = 0; waited <= 60_000; waited += 200) {
+    await fetch(pokeUrl).then((r) => r.arrayBuffer(), () => {})
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    if (dumpCount(dumps, target) > seen) {
+      const total = readDumps(dumps, target)
+      if (total !== undefined) return total
+    }
+  }
+  throw new Error(`${target}: no callgrind dump in ${dumps}`)
+}
+
+function dumpCount(dir: string, target: string): number {
+  return readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).length
 }
 
 /** The `totals:` of the dump taken after the zeroing (the latest one of this target). */
@@ -113,7 +142,10 @@ try {
   await scratch.drop()
   if (args['keep-dumps'] === undefined) rmSync(dumps, { recursive: true, force: true })
 }
-for (const r of results) process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests)\n`)
+for (const r of results) {
+  const idle = Math.round(r.idlePerSecond).toLocaleString('en-US')
+  process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests; ${idle}/s idle taken out; ${Math.round(r.instructions / r.requests).toLocaleString('en-US')} with it)\n`)
+}
 const bare = results.find((r) => r.target === 'bare')
 const node = results.find((r) => r.target === 'node')
 if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (verify-hot's CPU-bound ceiling as a ratio to bare Fastify)\n`)

@@ -139,9 +139,10 @@ export function buildTable(report: Report, markdown: boolean): string {
 
   const checks: Check[] = []
   const hot = s('verify-hot')
-  if (hot && bare) checks.push({ text: `verify-hot ≥ 0.7 × bare Fastify: ${ratio(hot.rps, bare.rps)}`, ok: hot.rps >= 0.7 * bare.rps })
+  if (hot && bare) checks.push({ text: `verify-hot ≥ 0.9 × bare Fastify: ${ratio(hot.rps, bare.rps)}`, ok: hot.rps >= 0.9 * bare.rps })
   if (hot && naive) checks.push({ text: `verify-hot ≥ 3 × naive verifier: ${ratio(hot.rps, naive.rps)}`, ok: hot.rps >= 3 * naive.rps })
-  if (hot) checks.push({ text: `verify-hot p99 ≤ 2 ms at saturation (${report.connections ?? 50} connections): ${fmtMs(hot.p99)} ms — bare Fastify's own p99 there: ${fmtMs(bare?.p99 ?? NaN)} ms`, ok: hot.p99 <= 2 })
+  // At saturation p99 is mostly queueing (50 connections over the req/s): reported; the latency target is at a fixed rate below.
+  if (hot) checks.push({ text: `verify-hot p99 at saturation (${report.connections ?? 50} connections): ${fmtMs(hot.p99)} ms — bare Fastify's own p99 there: ${fmtMs(bare?.p99 ?? NaN)} ms`, ok: undefined })
   const hotRevoked = s('verify-hot+revoked')
   const bareRevoked = s('bare+revoked')
   if (hot && bare && hotRevoked && bareRevoked) {
@@ -159,9 +160,14 @@ export function buildTable(report: Report, markdown: boolean): string {
   }
   const hotRate = s('verify-hot@rate')
   const bareRate = s('bare@rate')
-  if (hotRate) checks.push({ text: `verify-hot p99 ≤ 2 ms at ${report.latencyRate} req/s offered: ${fmtMs(hotRate.p99)} ms (bare Fastify ${fmtMs(bareRate?.p99 ?? NaN)} ms)`, ok: hotRate.p99 <= 2 })
+  if (hotRate && bareRate) {
+    checks.push({
+      text: `verify-hot p99 ≤ 1.2 × bare Fastify's at ${report.latencyRate} req/s offered (half of bare's saturation rate): ${fmtMs(hotRate.p99)} ms vs ${fmtMs(bareRate.p99)} ms, ${ratio(hotRate.p99, bareRate.p99)}`,
+      ok: hotRate.p99 <= 1.2 * bareRate.p99,
+    })
+  }
   const issue = s('issue-existing')
-  if (issue && bare) checks.push({ text: `issue-existing ≥ 0.4 × bare Fastify: ${ratio(issue.rps, bare.rps)}`, ok: issue.rps >= 0.4 * bare.rps })
+  if (issue && bare) checks.push({ text: `issue-existing ≥ 0.5 × bare Fastify: ${ratio(issue.rps, bare.rps)}`, ok: issue.rps >= 0.5 * bare.rps })
   const inew = s('issue-new')
   if (inew && update) checks.push({ text: `issue-new vs plain UPDATE: ${ratio(inew.rps, update.rps)} (reported, commit-bound)`, ok: undefined })
   const inv = s('invalidate')
@@ -169,8 +175,8 @@ export function buildTable(report: Report, markdown: boolean): string {
   if (report.memory) {
     const m = report.memory
     checks.push({
-      text: `heap per cached user ≤ 250 B: ${m.heapBytesPerUser.toFixed(0)} B (${m.cached.toLocaleString('en-US')} users in src/cache/states.ts; entries alone ${m.entryBytesPerUser.toFixed(0)} B, empty caches ${m.emptyCachesMb.toFixed(1)} MB)`,
-      ok: m.heapBytesPerUser <= 250,
+      text: `heap per cached user ≤ 200 B: ${m.heapBytesPerUser.toFixed(0)} B (${m.cached.toLocaleString('en-US')} users in src/cache/states.ts; entries alone ${m.entryBytesPerUser.toFixed(0)} B, empty caches ${m.emptyCachesMb.toFixed(1)} MB)`,
+      ok: m.heapBytesPerUser <= 200,
     })
   }
   if (report.fill?.rssMb !== undefined) {
@@ -188,6 +194,7 @@ export function buildTable(report: Report, markdown: boolean): string {
     })
   }
   const mixed = s('mixed')
+  if (mixed && bare) checks.push({ text: `mixed (95/4/1) ≥ 0.75 × bare Fastify: ${ratio(mixed.rps, bare.rps)}`, ok: mixed.rps >= 0.75 * bare.rps })
   if (mixed) {
     const m = sumStats(report.mixed)
     checks.push({
