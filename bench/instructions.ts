@@ -5,7 +5,8 @@
  * database) each run under callgrind with instrumentation off; after a warm-up the kit
  * switches it on, sends a warm-up chunk (translation and JIT settle), zeroes the counts,
  * sends `--requests` verify-hot requests and dumps the count. V8 runs with --single-threaded
- * (its compiler and GC on the main thread), so that the count does not depend on scheduling. The ratio bare/node is the
+ * (its compiler and GC on the main thread) and a young generation of a fixed 16 MB, so that
+ * the count does not depend on scheduling or on how fast the machine let the load run. The ratio bare/node is the
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
@@ -56,8 +57,11 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
   const out = join(dumps, `${target}.%p`)
   const proc: ChildHandle = spawnProcess(
     'valgrind',
-    // --single-threaded: V8 compiles and collects on this thread, so that the count does not depend on how valgrind schedules its helpers
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', script, ...scriptArgs],
+    // --single-threaded: V8 compiles and collects on this thread, so that the count does not
+    // depend on how valgrind schedules its helpers. A fixed young generation: V8 sizes it by
+    // the allocation rate per second, and scavenges were a third of a node's count, so a
+    // slower run (a busier machine) counted up to 1.7× more per request.
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--min-semi-space-size=16', '--max-semi-space-size=16', script, ...scriptArgs],
     { name: target, inheritEnv: true, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, ipc: true },
   )
   const url = `http://127.0.0.1:${port}`
