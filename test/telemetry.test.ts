@@ -137,6 +137,8 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   const key = await setupCompany(traced.url)
   const issued = await call(traced.url, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: 'otel-user' })
   t.equal(issued.status, 200)
+  // An allowed verification: its answer's bytes are prepared once (routes/verify.ts), and its span still ends.
+  t.equal((await call(traced.url, 'GET', '/rest/v1/auth/verify', undefined, { authorization: `Bearer ${issued.body.token}` })).status, 200)
   const invalidated = await call(traced.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: issued.body.user.id })
   t.equal(invalidated.status, 200)
   t.equal((await call(plain.url, 'GET', '/rest/v1/auth/verify', undefined, { authorization: `Bearer ${issued.body.token}` })).status, 401, 'the untraced node refuses the token: it acknowledged the change')
@@ -146,10 +148,11 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   const request = (route: string) => receiver.spans.find((s) => s.attributes['http.route'] === route && s.kind === SPAN_KIND_SERVER)
   const verifyRoute = '/rest/v1/auth/verify'
   const ackWait = () => receiver.spans.find((s) => s.name === 'wait for acknowledgements')
-  await waitFor('the spans of the requests and of the acknowledgement wait', () => ({ token: request('/rest/v1/auth/token'), invalidate: request('/rest/v1/auth/invalidate-token'), verify: request(verifyRoute), ack: ackWait() }), {
+  const verification = (status: number) => receiver.spans.find((s) => s.attributes['http.route'] === verifyRoute && s.kind === SPAN_KIND_SERVER && s.attributes['http.response.status_code'] === status)
+  await waitFor('the spans of the requests and of the acknowledgement wait', () => ({ token: request('/rest/v1/auth/token'), invalidate: request('/rest/v1/auth/invalidate-token'), verify: verification(401), allowed: verification(200), ack: ackWait() }), {
     timeoutMs: 15_000,
     everyMs: 100,
-    until: (seen) => seen.token !== undefined && seen.invalidate !== undefined && seen.verify !== undefined && seen.ack !== undefined,
+    until: (seen) => seen.token !== undefined && seen.invalidate !== undefined && seen.verify !== undefined && seen.allowed !== undefined && seen.ack !== undefined,
   })
   // Spans of a trace may leave in separate batches: let the rest of the requests' trees arrive.
   await new Promise((resolve) => setTimeout(resolve, 500))
@@ -179,7 +182,8 @@ t.test('a node with OTEL_* variables exports its requests, their queries and com
   const statements = redisCalls.map((s) => s.attributes['db.query.text'] ?? s.attributes['db.statement'])
   t.ok(statements.every((statement) => typeof statement === 'string' && /^\w+$/.test(statement)), `a Redis span names the command, never its arguments (${[...new Set(statements)].join(', ')})`)
 
-  const verified = request(verifyRoute)!
+  t.equal(verification(200)!.name, `GET ${verifyRoute}`, 'the allowed verification: its span ended, with status 200')
+  const verified = verification(401)!
   t.equal(verified.attributes['http.response.status_code'], 401, 'the verification of the revoked token: 401')
   t.equal(verified.attributes['url.path'], verifyRoute, 'url.path without the query string')
   const everything = JSON.stringify(spans)

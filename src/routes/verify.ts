@@ -58,16 +58,20 @@ export function answerVerification(verifyToken: VerifyToken, request: FastifyReq
     return cannotDecide(verifyToken, request, reply, error)
   }
   return verdict instanceof Promise
-    ? verdict.then((settled) => answer(reply, settled), (error) => cannotDecide(verifyToken, request, reply, error))
-    : answer(reply, verdict)
+    ? verdict.then((settled) => answer(verifyToken, reply, settled), (error) => cannotDecide(verifyToken, request, reply, error))
+    : answer(verifyToken, reply, verdict)
 }
 
-function answer(reply: FastifyReply, verdict: Verdict): FastifyReply {
+function answer(verifyToken: VerifyToken, reply: FastifyReply, verdict: Verdict): FastifyReply {
   // A HEAD (what the README's proxy recipes send) gets the status and headers alone: no body
   // is built and serialized for a proxy that reads none, nor its length sent.
   const head = reply.request.method === 'HEAD'
   if (!verdict.ok) return reply.code(401).headers(NOT_STORED).headers(BEARER_CHALLENGE).send(head ? undefined : denialBody(verdict.denial))
   const prepared = preparedAnswer(reply, verdict.claims, verdict.identity)
+  if (sentThroughHooks.has(verifyToken)) {
+    // onSend hooks must see the answer: Fastify sends the prepared string (no serialising).
+    return reply.code(200).headers(head ? prepared.headHeaderObject : prepared.headerObject).send(head ? undefined : prepared.body)
+  }
   // The bytes are final: written as they are, past Fastify's header and serialisation steps
   // (its onResponse hooks still run when the response finishes).
   reply.hijack()
@@ -101,8 +105,25 @@ interface PreparedAnswer {
   headers: string[]
   /** the same without the body's type and length, for a HEAD */
   headHeaders: string[]
+  /** the same two as objects, for reply.headers (see sentThroughHooks) */
+  headerObject: Record<string, string>
+  headHeaderObject: Record<string, string>
   body: string
 }
+
+const pairsToObject = (pairs: string[]): Record<string, string> => {
+  const object: Record<string, string> = {}
+  for (let i = 0; i < pairs.length; i += 2) object[pairs[i]!] = pairs[i + 1]!
+  return object
+}
+
+/**
+ * The verifiers whose routes have onSend hooks (@fastify/otel ends its request span in one,
+ * when OpenTelemetry is on): a hijacked reply would skip them, so their answers go through
+ * Fastify's send. Seen by an onRoute hook of the route's own plugin, which runs after those
+ * of its parents (where such a hook adds them); the app adds no onSend hook for all routes.
+ */
+const sentThroughHooks = new WeakSet<VerifyToken>()
 
 // Keyed by the verified claims object the keyring keeps for a token (never by the token):
 // an entry goes when the keyring forgets the token.
@@ -148,6 +169,8 @@ function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
     exp: identity.exp,
     headers,
     headHeaders,
+    headerObject: pairsToObject(headers),
+    headHeaderObject: pairsToObject(headHeaders),
     body,
   }
 }
@@ -186,6 +209,9 @@ export async function verifyRoute(fastify: FastifyInstance, { verifyToken, metri
     done(null, undefined)
   })
 
+  fastify.addHook('onRoute', (route) => {
+    if (route.onSend !== undefined && route.onSend !== null && (!Array.isArray(route.onSend) || route.onSend.length > 0)) sentThroughHooks.add(verifyToken)
+  })
   const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(verifyToken, request, reply)
   // Only a request Fastify refused before the handler (a QUERY without a content type, say)
   // reaches this: its token still decides. Anything else means the endpoint cannot decide.
