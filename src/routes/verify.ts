@@ -152,7 +152,8 @@ function madeFrom(prepared: PreparedAnswer, identity: Identity): boolean {
 }
 
 function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
-  // the route's own response serialiser: the very bytes Fastify would have sent
+  // the route's own response serialiser: the very bytes Fastify would have sent (a reply
+  // Fastify refused before routing has none: JSON.stringify, the same bytes for this schema)
   const serialize = reply.getSerializationFunction('200') ?? JSON.stringify
   const body = serialize(identityBody(identity))
   const headHeaders = ['cache-control', 'no-store']
