@@ -1,6 +1,6 @@
 /**
  * The one error registry. Every error the service answers with is declared here with
- * its status, machine code and (where SPEC.md fixes it) its exact message; the error
+ * its status, machine code and (where the API reference, docs/api.md, fixes it) its exact message; the error
  * handler in `http/error-handler.ts` is the only place that turns them into bodies.
  */
 export class ApiError extends Error {

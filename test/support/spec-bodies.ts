@@ -1,8 +1,8 @@
 import { errorBody } from './helpers.js'
 
 /**
- * The error bodies SPEC.md fixes, written out once for every black-box test. Deliberately
- * not imported from src/errors.ts: the tests hold the service to the SPEC, not to itself.
+ * The error bodies the API reference (docs/api.md) fixes, written out once for every black-box test. Deliberately
+ * not imported from src/errors.ts: the tests hold the service to the contract, not to itself.
  */
 export const INVALID_API_CREDENTIALS = errorBody(401, 'Invalid API credentials', 'INVALID_API_CREDENTIALS')
 export const INVALID_ADMIN_TOKEN = errorBody(401, 'Invalid admin token', 'INVALID_ADMIN_TOKEN')
