@@ -13,10 +13,11 @@ import * as os from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { performance } from 'node:perf_hooks'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
 import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
 import { runLoad, type LoadResult, type Workload } from './lib/load.js'
-import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { cpuSeconds, DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { buildTable, type Report } from './lib/report.js'
 import { proxiedChat, proxiesMissing, proxyTable, startProxyRig, type ProxyRig } from './lib/proxies.js'
 import * as S from './lib/scenarios.js'
@@ -304,7 +305,15 @@ async function main(): Promise<void> {
     if (opts.warmup > 0) await load(`${label} (warm-up)`, workload, target, opts.warmup, rate)
     await workload.settle?.()
     workload.reset?.()
+    // On a machine of few cores the generator competes with the server: what each used says which one bounded the run.
+    const started = performance.now()
+    const generatorBefore = process.cpuUsage()
+    const serverBefore = proc ? cpuSeconds(proc.pid) : undefined
     const result = await load(label, workload, target, opts.duration, rate)
+    const wallS = (performance.now() - started) / 1000
+    const generator = process.cpuUsage(generatorBefore)
+    const serverAfter = proc ? cpuSeconds(proc.pid) : undefined
+    result.cpu = { generator: (generator.user + generator.system) / 1e6 / wallS, server: serverBefore === undefined || serverAfter === undefined ? undefined : (serverAfter - serverBefore) / wallS }
     await workload.settle?.()
     ;(results[key] ??= []).push(result)
     rssOf(key, proc)

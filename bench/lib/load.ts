@@ -70,6 +70,8 @@ export interface LoadResult {
   /** responses the workload's check said were wrong */
   wrong: number
   byKind: Record<string, LatencySummary & { rps: number; statuses: Record<string, number> }>
+  /** share of one core used while it ran: by this process (the load generator), and by the server under test when known */
+  cpu?: { generator: number; server: number | undefined }
 }
 
 export function summarize(h: Histogram): LatencySummary {

@@ -30,6 +30,19 @@ export interface NodeMemory {
   cached: { users: number; agents: number; apiKeys: number }
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (undefined off Linux or once gone). */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    // fields after the command's closing parenthesis: utime and stime are the 12th and 13th
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return undefined
+  }
+}
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second on every architecture Node runs on. */
+const CLOCK_TICKS = 100
+
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8')

@@ -52,6 +52,14 @@ export interface Summary {
   non2xx: Record<string, number>
   wrong: number
   requests: number
+  /** medians over rounds of the share of a core the generator and the server used */
+  generatorCpu: number | undefined
+  serverCpu: number | undefined
+}
+
+const medianOf = (values: Array<number | undefined>): number | undefined => {
+  const known = values.filter((v): v is number => v !== undefined)
+  return known.length ? median(known) : undefined
 }
 
 export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefined {
@@ -69,6 +77,8 @@ export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefin
     non2xx,
     wrong: runs.reduce((n, r) => n + r.wrong, 0),
     requests: runs.reduce((n, r) => n + r.responses, 0),
+    generatorCpu: medianOf(runs.map((r) => r.cpu?.generator)),
+    serverCpu: medianOf(runs.map((r) => r.cpu?.server)),
   }
 }
 
@@ -77,6 +87,8 @@ interface Check {
   ok: boolean | undefined
 }
 
+/** the generator's and the server's share of one core, e.g. "98/72 %": a generator near 100 % bounded the run */
+const cpuShares = (x: Summary) => (x.generatorCpu === undefined ? '-' : `${Math.round(x.generatorCpu * 100)}/${x.serverCpu === undefined ? '-' : Math.round(x.serverCpu * 100)} %`)
 const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US'))
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '-' : (a / b).toFixed(2) + '×')
 const statuses = (s: Record<string, number>) =>
@@ -99,7 +111,7 @@ export function buildTable(report: Report, markdown: boolean): string {
   const update = s('update')
   const rssMax = (key: string) => (report.rss[key]?.length ? Math.max(...report.rss[key]!) : undefined)
 
-  const headers = ['scenario', 'req/s', '× bare', '× naive', '× UPDATE', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'wrong', 'RSS MB']
+  const headers = ['scenario', 'req/s', '× bare', '× naive', '× UPDATE', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'wrong', 'RSS MB', 'CPU gen/server']
   const rows: string[][] = []
   const order: Array<[string, string]> = [
     ['bare', 'baseline: bare Fastify'],
@@ -134,6 +146,7 @@ export function buildTable(report: Report, markdown: boolean): string {
       statuses(x.non2xx),
       key === 'mixed' ? int(x.wrong) : '-',
       rssMax(key) === undefined ? '-' : int(rssMax(key)),
+      cpuShares(x),
     ])
   }
 
