@@ -8,7 +8,8 @@ export type IndexKind = 'user' | 'company' | 'agent' | 'token'
  */
 type Members = Session | Set<Session>
 
-const idOf = (kind: IndexKind, session: Session): string | undefined =>
+/** The id of the session's row of this kind (its jti may be missing). */
+export const rowIdOf = (kind: IndexKind, session: Session): string | undefined =>
   kind === 'user' ? session.userId : kind === 'company' ? session.companyId : kind === 'agent' ? session.agentId : session.jti
 
 const membersOf = (members: Members): Session[] => (members instanceof Session ? [members] : [...members])
@@ -24,7 +25,7 @@ export function createSessionIndex() {
   const maps: Record<IndexKind, Map<string, Members>> = { user: new Map(), company: new Map(), agent: new Map(), token: new Map() }
 
   function join(kind: IndexKind, session: Session): void {
-    const id = idOf(kind, session)
+    const id = rowIdOf(kind, session)
     if (id === undefined) return
     const map = maps[kind]
     const members = map.get(id)
@@ -34,7 +35,7 @@ export function createSessionIndex() {
   }
 
   function leave(kind: IndexKind, session: Session): void {
-    const id = idOf(kind, session)
+    const id = rowIdOf(kind, session)
     if (id === undefined) return
     const map = maps[kind]
     const members = map.get(id)

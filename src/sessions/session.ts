@@ -13,10 +13,11 @@ export interface SessionOwner {
 }
 
 /**
- * One open session, and the handle its opener gets: `{ ok, identity, signal, close }`.
+ * One open session, as `Sessions.open` gives it: `{ ok, identity, signal, close }`
+ * (`openChatSession` hands out a small handle over it, with the verify endpoint's identity).
  *
- * SPEC §8.1 asks ≤ 1 KiB each, and Node's AbortSignal alone is about 690 bytes (an
- * EventTarget with two Maps; `npm run bench:memory`'s sessions line). So a session keeps only
+ * SPEC §8.1 asks ≤ 1 KiB each, and Node's AbortSignal alone is 728 bytes (an EventTarget
+ * with two Maps; `node --expose-gc dist/bench/sessions.js`, bench/RESULTS.md). So a session keeps only
  * what a re-check needs of its token and what its identity is made of (strings shared with
  * the cached rows), in one object of one shape: it is its own AbortController (its `signal`,
  * which Node makes when first read, is aborted with the `EndReason` the moment the token

@@ -4,7 +4,7 @@ import type { Change, RowChanged } from '../domain.js'
 import { denials, errors, StoreUnavailableError, type Denial } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { createExpiry } from './expiry.js'
-import { createSessionIndex, type IndexKind } from './index.js'
+import { createSessionIndex, rowIdOf, type IndexKind } from './index.js'
 import { denialOf, type Rows } from './recheck.js'
 import { Session, sessionFacts, type EndReason } from './session.js'
 
@@ -79,8 +79,7 @@ export function createSessions(options: SessionsOptions): Sessions {
     for (let n = seen; n < changesSeen; n++) {
       const kind = recentKinds[n % RECENT_CHANGES]
       const id = recentIds[n % RECENT_CHANGES]
-      const mine = kind === 'user' ? session.userId : kind === 'company' ? session.companyId : kind === 'agent' ? session.agentId : kind === 'token' ? session.jti : undefined
-      if (mine !== undefined && mine === id) return true
+      if (kind !== undefined && rowIdOf(kind, session) === id) return true
     }
     return false
   }

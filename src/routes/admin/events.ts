@@ -5,7 +5,6 @@ import { errors } from '../../errors.js'
 import { canonicalUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
 import type { EventRecord } from '../../store/store.js'
-import { cursorSecretOf } from '../../stream/cursor-secret.js'
 import { decodeCursor, decodePageCursor, encodeCursor, encodePageCursor } from '../../stream/cursor.js'
 import { eventsAfter } from '../../stream/backlog.js'
 
@@ -80,8 +79,7 @@ const eventBody = (event: EventRecord) => ({ ...event, at: event.at.toISOString(
  * first page's snapshot; or, with `after`, what committed since a cursor, oldest first (in
  * commit order, as the event stream gives it: stream/cursor.ts).
  */
-export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
-  const cursorSecret = cursorSecretOf(store)
+export const eventRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, cursorSecret }) => {
   fastify.get(
     '/companies/:companyId/events',
     { schema: { params: Type.Object({ companyId: Type.String() }), querystring: EventQuery, response: { 200: EventPage, ...errorResponses(400, 401, 404) } } },

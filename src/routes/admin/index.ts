@@ -15,6 +15,8 @@ import { webhookRoutes } from './webhooks.js'
 export interface AdminServices {
   store: StoreReads
   changes: Changes
+  /** the secret event cursors are MACed with (the node's event streams read it once for both) */
+  cursorSecret: () => Promise<Buffer>
 }
 
 export interface AdminRoutesOptions extends AdminServices {
@@ -23,14 +25,14 @@ export interface AdminRoutesOptions extends AdminServices {
 }
 
 /** SPEC §4: everything under /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`. */
-export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes }: AdminRoutesOptions): Promise<void> {
+export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes, cursorSecret }: AdminRoutesOptions): Promise<void> {
   // Unknown admin paths included: a guess on any of them counts.
   fastify.addHook('onRequest', async (request) => credentials.admin(request))
   // Unknown admin paths answer 404 too, but only to a caller holding the admin token.
   fastify.setNotFoundHandler(async (request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
-  const services = { store, changes }
+  const services = { store, changes, cursorSecret }
   await fastify.register(companyRoutes, services)
   await fastify.register(agentRoutes, services)
   await fastify.register(apiKeyRoutes, services)
