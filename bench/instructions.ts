@@ -10,7 +10,7 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--requests 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing] [--requests 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
  *
  * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
  */
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util'
 import { performance } from 'node:perf_hooks'
 import { createPostgresDb } from '../src/store/db.js'
 import { layoutFor, prepareSql, sqlDataset } from './lib/data.js'
-import { runLoad } from './lib/load.js'
+import { runLoad, type Workload } from './lib/load.js'
 import { DIST, freePort } from './lib/procs.js'
 import * as S from './lib/scenarios.js'
 import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
@@ -35,6 +35,7 @@ const { values: args } = parseArgs({
     hot: { type: 'string', default: '1000' },
     connections: { type: 'string', default: '4' },
     only: { type: 'string' },
+    scenario: { type: 'string', default: 'verify-hot' },
     'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
     'keep-dumps': { type: 'string' },
   },
@@ -42,6 +43,14 @@ const { values: args } = parseArgs({
 const requests = Number(args.requests)
 const hot = Number(args.hot)
 const connections = Number(args.connections)
+/** Each scenario and the one status all its answers must have. */
+const SCENARIOS = {
+  'verify-hot': { workload: S.verifyHot, status: '200' },
+  'verify-revoked': { workload: S.verifyRevoked, status: '401' },
+  'issue-existing': { workload: S.issueExisting, status: '200' },
+} as const
+const scenario = args.scenario as keyof typeof SCENARIOS
+if (!(scenario in SCENARIOS)) throw new Error(`--scenario: one of ${Object.keys(SCENARIOS).join(', ')}`)
 
 interface Counted {
   target: string
@@ -52,7 +61,7 @@ interface Counted {
   perRequest: number
 }
 
-async function underCallgrind(target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, dumps: string, workload: () => ReturnType<typeof S.verifyHot>): Promise<Counted> {
+async function underCallgrind(target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, dumps: string, workload: () => Workload): Promise<Counted> {
   const port = await freePort()
   const out = join(dumps, `${target}.%p`)
   const proc: ChildHandle = spawnProcess(
@@ -78,7 +87,8 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     const result = await load(requests)
     const loadDumps = dumpCount(dumps, target)
     control('-d')
-    if (result.statuses['200'] !== result.responses) throw new Error(`${target}: not every answer was 200: ${JSON.stringify(result.statuses)}`)
+    const expected = target === 'bare' ? '200' : SCENARIOS[scenario].status
+    if (result.statuses[expected] !== result.responses) throw new Error(`${target}: not every answer was ${expected}: ${JSON.stringify(result.statuses)}`)
     const instructions = await nextDump(dumps, target, url + readyPath, loadDumps)
     // What the process runs by the clock whatever it serves (a node's heartbeats, prom-client's
     // event-loop monitor): counted while idle, per second, and taken out of the load's count,
@@ -136,7 +146,7 @@ try {
   await db.close()
   const jwtSecret = randomBytes(48).toString('base64url')
   const ds = sqlDataset(prepared, layout, jwtSecret)
-  const workload = () => S.verifyHot(ds)
+  const workload = () => SCENARIOS[scenario].workload(ds)
   if (args.only !== 'node') results.push(await underCallgrind('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', dumps, workload))
   if (args.only !== 'bare') {
     const env = { DATABASE_URL: scratch.url, JWT_SECRET: jwtSecret, ADMIN_TOKEN: 'adm_' + randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn', SEED_DEMO: 'false' }
@@ -152,4 +162,4 @@ for (const r of results) {
 }
 const bare = results.find((r) => r.target === 'bare')
 const node = results.find((r) => r.target === 'node')
-if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (verify-hot's CPU-bound ceiling as a ratio to bare Fastify)\n`)
+if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (${scenario}'s CPU-bound ceiling as a ratio to bare Fastify)\n`)

@@ -27,6 +27,15 @@ export function verifyHot(ds: Dataset): Workload {
   }
 }
 
+/** Round-robins over the mixed users' revoked tokens (an older token_version): every answer a 401 from the caches. */
+export function verifyRevoked(ds: Dataset): Workload {
+  const headers = ds.mixed.stale.filter((token) => token !== undefined).map(bearer)
+  let n = 0
+  return {
+    next: () => ({ method: 'GET', path: VERIFY, headers: headers[n++ % headers.length]! }),
+  }
+}
+
 /**
  * Uniformly random over every unchanging user: with more users than the cache holds, most
  * verifications miss. Every token is signed up front: signing in the load generator during

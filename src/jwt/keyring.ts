@@ -1,4 +1,4 @@
-import { createHash, createHmac, hash, randomBytes, type JsonWebKey } from 'node:crypto'
+import { createHash, createHmac, createSecretKey, hash, randomBytes, type JsonWebKey } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import { LRUCache } from 'lru-cache'
 import { ConfigError, type JwtAlgorithm, type JwtConfig, type JwtKeyConfig } from '../config.js'
@@ -118,9 +118,11 @@ export function createKeyring(config: JwtConfig, keys: JwtKeyConfig[]): Keyring 
  */
 function hs256Signer(secret: string, kid: string): (claims: TokenClaims) => string {
   const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid })).toString('base64url') + '.'
+  // the secret's UTF-8 bytes imported once: a string key is imported again by every HMAC
+  const key = createSecretKey(Buffer.from(secret, 'utf8'))
   return (claims) => {
     const input = header + Buffer.from(JSON.stringify(claims)).toString('base64url')
-    return input + '.' + createHmac('sha256', secret).update(input).digest('base64url')
+    return input + '.' + createHmac('sha256', key).update(input).digest('base64url')
   }
 }
 
