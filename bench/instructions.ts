@@ -10,7 +10,7 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing] [--requests 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate] [--requests 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
  *
  * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
  */
@@ -48,6 +48,7 @@ const SCENARIOS = {
   'verify-hot': { workload: S.verifyHot, status: '200' },
   'verify-revoked': { workload: S.verifyRevoked, status: '401' },
   'issue-existing': { workload: S.issueExisting, status: '200' },
+  invalidate: { workload: S.invalidate, status: '200' },
 } as const
 const scenario = args.scenario as keyof typeof SCENARIOS
 if (!(scenario in SCENARIOS)) throw new Error(`--scenario: one of ${Object.keys(SCENARIOS).join(', ')}`)
