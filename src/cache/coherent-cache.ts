@@ -7,9 +7,10 @@ export interface Revisioned {
 
 /**
  * A bound in bytes besides the bound in entries: `bytesOf` estimates what an entry holds
- * (it runs on every store, so it must be cheap), and the least recently used entries are
- * evicted until the estimates sum to at most `maxBytes`. An entry estimated above the whole
- * budget is not kept at all. Evicting is always safe: the next read is a miss.
+ * (it runs on every store and eviction, so it must be cheap, and give the same answer for
+ * the same key and value), and the least recently used entries are evicted until the
+ * estimates sum to at most `maxBytes`. An entry estimated above the whole budget is not
+ * kept at all. Evicting is always safe: the next read is a miss.
  */
 export interface ByteBudget<V> {
   maxBytes: number
@@ -45,6 +46,10 @@ export class CoherentCache<V extends Revisioned> {
   /** key → seq of its latest change; bounded, and `forgottenUpTo` says what it forgot */
   private readonly recentChanges = new Map<string, number>()
   private forgottenUpTo = 0
+  /** the estimates of the entries held, summed here rather than by lru-cache (see the constructor) */
+  private heldBytes = 0
+  private clearing = false
+  private readonly budget: ByteBudget<V> | undefined
   hits = 0
   misses = 0
   discardedFills = 0
@@ -54,9 +59,11 @@ export class CoherentCache<V extends Revisioned> {
     private readonly recentLimit = 8192,
     budget?: ByteBudget<V>,
   ) {
-    this.entries = new LRUCache<string, V>(
-      budget === undefined ? { max } : { max, maxSize: budget.maxBytes, sizeCalculation: (value, key) => Math.max(1, Math.ceil(budget.bytesOf(key, value))) },
-    )
+    this.budget = budget
+    // lru-cache's own maxSize would keep every entry's size in one more array slot (8 bytes
+    // a user); the estimate is a function of the key and value, so it is computed again
+    // when an entry leaves (evicted by count, replaced, deleted or cleared) instead.
+    this.entries = new LRUCache<string, V>(budget === undefined ? { max } : { max, dispose: (value, key) => this.clearing || (this.heldBytes -= this.bytesOf(key, value)) })
   }
 
   get size(): number {
@@ -65,7 +72,7 @@ export class CoherentCache<V extends Revisioned> {
 
   /** The estimated bytes held (0 without a byte budget). */
   get bytes(): number {
-    return this.entries.calculatedSize ?? 0
+    return this.heldBytes
   }
 
   get currentEpoch(): number {
@@ -91,7 +98,7 @@ export class CoherentCache<V extends Revisioned> {
       return false
     }
     const current = this.entries.peek(key)
-    if (current === undefined || current.revision < value.revision) this.entries.set(key, value)
+    if (current === undefined || current.revision < value.revision) this.store(key, value)
     return true
   }
 
@@ -109,7 +116,7 @@ export class CoherentCache<V extends Revisioned> {
     this.remember(key)
     const current = this.entries.peek(key)
     if (current === undefined || current.revision >= revision) return
-    if (value !== undefined) this.entries.set(key, value)
+    if (value !== undefined) this.store(key, value)
     else this.entries.delete(key)
   }
 
@@ -119,7 +126,33 @@ export class CoherentCache<V extends Revisioned> {
     this.seq = 0
     this.forgottenUpTo = 0
     this.recentChanges.clear()
+    // a million entries go at once: no estimate to compute again for each
+    this.clearing = true
     this.entries.clear()
+    this.clearing = false
+    this.heldBytes = 0
+  }
+
+  /** Sets a newer state, then evicts the least recently used entries while over the byte budget. */
+  private store(key: string, value: V): void {
+    if (this.budget === undefined) {
+      this.entries.set(key, value)
+      return
+    }
+    if (this.entries.peek(key) === value) return // lru-cache disposes of nothing then: nothing to count
+    const bytes = this.bytesOf(key, value)
+    if (bytes > this.budget.maxBytes) {
+      // too big to keep at all; the older state it replaces must not stay either
+      this.entries.delete(key)
+      return
+    }
+    this.entries.set(key, value) // the state it replaces, or one evicted by count, is disposed of
+    this.heldBytes += bytes
+    while (this.heldBytes > this.budget.maxBytes) this.entries.pop() // never this entry: it is the most recent, and fits
+  }
+
+  private bytesOf(key: string, value: V): number {
+    return Math.max(1, Math.ceil(this.budget!.bytesOf(key, value)))
   }
 
   private changedSince(key: string, seq: number): boolean {

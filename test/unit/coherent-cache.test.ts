@@ -53,12 +53,16 @@ const bytesOf = (_key: string, value: { revision: number }) => 10 + (value.revis
 
 function check(model: Model, where: string): void {
   if (model.maxBytes !== undefined && model.cache.bytes > model.maxBytes) model.violations.push(`${where}: ${model.cache.bytes} bytes held, budget ${model.maxBytes}`)
+  let sum = 0
   for (let key = 0; key < KEYS; key++) {
     const held = model.cache.get(String(key))
     if (held !== undefined && held.revision < model.floor[key]!) {
       model.violations.push(`${where}: key ${key} holds revision ${held.revision}, floor is ${model.floor[key]} (store at ${model.store[key]})`)
     }
+    if (held !== undefined) sum += bytesOf(String(key), held)
   }
+  // the cache sums its estimates itself: through replacements, evictions by count or bytes, and flushes
+  if (model.maxBytes !== undefined && model.cache.bytes !== sum) model.violations.push(`${where}: ${model.cache.bytes} bytes counted, the entries held are ${sum}`)
 }
 
 function flush(model: Model, where: string): void {
