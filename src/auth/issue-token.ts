@@ -54,7 +54,11 @@ export interface TokenIssuer {
 export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds }: TokenIssuerOptions): TokenIssuer {
   async function existingUser(companyId: string, externalId: string): Promise<UserState | undefined> {
     const knownId = states.knownUserId(companyId, externalId)
-    if (knownId !== undefined) return states.user(knownId)
+    if (knownId !== undefined) {
+      // the cache holds a user without its id: it is the one asked for
+      const cached = await states.user(knownId)
+      return cached === undefined ? undefined : { id: knownId, companyId: cached.companyId, externalId: cached.externalId, agentId: cached.agentId, tokenVersion: cached.tokenVersion, active: cached.active, revision: cached.revision }
+    }
     const user = await store.getUserByExternalId(companyId, externalId)
     if (user !== undefined) states.rememberUserId(companyId, externalId, user.id)
     return user

@@ -1,7 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
-import type { MaybePromise, States } from '../cache/states.js'
-import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM, isCanonicalUuid, type AgentState, type CompanyState, type UserState } from '../domain.js'
+import type { CachedUser, MaybePromise, States } from '../cache/states.js'
+import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM, isCanonicalUuid, type AgentState, type CompanyState } from '../domain.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
 export interface Identity {
@@ -71,7 +71,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return user instanceof Promise ? user.then((found) => checkUser(claims, found)) : checkUser(claims, user)
   }
 
-  function checkUser(claims: TokenClaims, user: UserState | undefined): MaybePromise<Verdict> {
+  function checkUser(claims: TokenClaims, user: CachedUser | undefined): MaybePromise<Verdict> {
     // 3. customer user exists and is active
     if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
 
@@ -83,13 +83,13 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return revoked instanceof Promise ? revoked.then((found) => checkJti(claims, user, found)) : checkJti(claims, user, revoked)
   }
 
-  function checkJti(claims: TokenClaims, user: UserState, revoked: boolean): MaybePromise<Verdict> {
+  function checkJti(claims: TokenClaims, user: CachedUser, revoked: boolean): MaybePromise<Verdict> {
     if (revoked) return deny(denials.revoked)
     const company = states.company(user.companyId)
     return company instanceof Promise ? company.then((found) => checkCompany(claims, user, found)) : checkCompany(claims, user, company)
   }
 
-  function checkCompany(claims: TokenClaims, user: UserState, company: CompanyState | undefined): MaybePromise<Verdict> {
+  function checkCompany(claims: TokenClaims, user: CachedUser, company: CompanyState | undefined): MaybePromise<Verdict> {
     // A generation is compared only within its own company; another company's token fails check 5.
     if (company !== undefined && user.companyId === claims.companyId && (claims[COMPANY_GENERATION_CLAIM] ?? 0) < company.tokensGeneration) {
       return deny(denials.revoked)
@@ -98,7 +98,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
   }
 
-  function checkAgent(claims: TokenClaims, user: UserState, agent: AgentState | undefined): Verdict {
+  function checkAgent(claims: TokenClaims, user: CachedUser, agent: AgentState | undefined): Verdict {
     if (agent !== undefined && agent.companyId === user.companyId && (claims[AGENT_GENERATION_CLAIM] ?? 0) < agent.tokensGeneration) {
       return deny(denials.revoked)
     }
@@ -113,7 +113,8 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return {
       ok: true,
       identity: {
-        user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },
+        // the user was read under the token's sub: that is its id
+        user: { id: claims.sub, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },
         agent: { id: agent.id, name: agent.name, active: agent.active },
         tokenVersion: user.tokenVersion,
         exp: claims.exp,

@@ -18,7 +18,7 @@ export function stringBytes(value: string): number {
 /** The state object and the LRU's map entry and slots; company and agent ids are interned (shared). */
 export const USER_ENTRY_OVERHEAD = 160
 /** A cached user: its id is the key's own string, its external id is its own. */
-export const userBytes = (key: string, user: UserState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(user.externalId)
+export const userBytes = (key: string, user: Pick<UserState, 'externalId'>): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(user.externalId)
 
 /** The map entry and slots, and the (company, external id) key's concatenation. */
 export const USER_ID_ENTRY_OVERHEAD = 80

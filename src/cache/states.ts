@@ -13,8 +13,11 @@ import { agentBytes, apiKeyBytes, companyBytes, userBytes, userIdBytes } from '.
  * one (revoked-tokens.ts). A hit does no I/O at all.
  */
 export interface States {
-  /** The cached state itself on a hit (no promise, no I/O); a promise of a store read otherwise. */
-  user(id: string): MaybePromise<UserState | undefined>
+  /**
+   * The cached state itself on a hit (no promise, no I/O); a promise of a store read otherwise.
+   * Without the id: it is the one asked for.
+   */
+  user(id: string): MaybePromise<CachedUser | undefined>
   agent(id: string): MaybePromise<AgentState | undefined>
   apiKey(keyId: string): MaybePromise<ApiKeyState | undefined>
   /** The company's tokens generation (SPEC §7.1). */
@@ -24,7 +27,7 @@ export interface States {
   /** (company, external id) → user id never changes once made, so it needs no coherence. */
   knownUserId(companyId: string, externalId: string): string | undefined
   rememberUserId(companyId: string, externalId: string, userId: string): void
-  readonly caches: { users: CoherentCache<UserState>; agents: CoherentCache<AgentState>; apiKeys: CoherentCache<ApiKeyRevision>; companies: CoherentCache<CompanyState> }
+  readonly caches: { users: CoherentCache<CachedUser>; agents: CoherentCache<AgentState>; apiKeys: CoherentCache<ApiKeyRevision>; companies: CoherentCache<CompanyState> }
   /** Estimated bytes each cache holds, the (company, external id) index among them (sizes.ts). */
   bytes(): Record<'users' | 'agents' | 'apiKeys' | 'companies' | 'userIds', number>
   readonly revokedTokens: RevokedTokens
@@ -58,7 +61,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   // a small budget still leaves the few agents, companies and keys room for a few hundred entries
   const budget = <V>(share: number, bytesOf: (key: string, value: V) => number) =>
     maxBytes === undefined ? undefined : { maxBytes: Math.max(MIN_SHARE_BYTES, Math.ceil(maxBytes * share)), bytesOf }
-  const users = new CoherentCache<UserState>(cacheSize, undefined, budget(1, userBytes))
+  const users = new CoherentCache<CachedUser>(cacheSize, undefined, budget(1, userBytes))
   const agents = new CoherentCache<AgentState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, agentBytes))
   const companies = new CoherentCache<CompanyState>(Math.max(100, Math.ceil(cacheSize / 10)), undefined, budget(1 / 10, companyBytes))
   const revokedTokens = createRevokedTokens({
@@ -70,8 +73,11 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   })
   const apiKeys = new CoherentCache<ApiKeyRevision>(Math.max(100, Math.ceil(cacheSize / 100)), undefined, budget(1 / 100, apiKeyBytes))
   // External ids are up to 255 characters: this index is bounded in bytes like the users.
-  const userIds = new LRUCache<string, string>(maxBytes === undefined ? { max: cacheSize } : { max: cacheSize, maxSize: maxBytes, sizeCalculation: (userId, key) => userIdBytes(key, userId) })
+  // With a byte bound its arrays grow as it fills (max 0) instead of taking CACHE_SIZE slots
+  // at start, before a single token is issued; the count bound is then kept by hand.
+  const userIds = new LRUCache<string, string>(maxBytes === undefined ? { max: cacheSize } : { max: 0, maxSize: maxBytes, sizeCalculation: (userId, key) => userIdBytes(key, userId) })
   const intern = createInterner(100_000)
+  const profile = createProfiles(PROFILES_KEPT, intern)
 
   const cacheOf = { user: users, agent: agents, apiKey: apiKeys, company: companies } as const
   bus.onChange((change: Change | RowChanged) => {
@@ -83,7 +89,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
     }
     switch (change.kind) {
       case 'user':
-        users.apply(change.state.id, change.state.revision, compactUser(change.state, change.state.id, intern))
+        users.apply(change.state.id, change.state.revision, compactUser(change.state, profile))
         break
       case 'agent':
         agents.apply(change.state.id, change.state.revision, compactAgent(change.state, intern))
@@ -121,7 +127,7 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
     }
     return found
   }
-  const userMisses = createMissBatcher(users, (ids) => uuidRows(ids, store.getUsers, (user, id) => compactUser(user, id, intern)))
+  const userMisses = createMissBatcher(users, (ids) => uuidRows(ids, store.getUsers, (user) => compactUser(user, profile)))
   const agentMisses = createMissBatcher(agents, (ids) => uuidRows(ids, store.getAgents, (agent) => compactAgent(agent, intern)))
   const companyMisses = createMissBatcher(companies, (ids) => uuidRows(ids, store.getCompanyStates, (company) => ({ ...company })))
   const apiKeyMisses = createMissBatcher(apiKeys, async (keyIds) => {
@@ -150,25 +156,67 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
     apiKey: (keyId) => read(apiKeys, keyId, apiKeyMisses),
     knownUserId: (companyId, externalId) => userIds.get(companyId + '\u0000' + externalId),
     rememberUserId: (companyId, externalId, userId) => {
-      userIds.set(companyId + '\u0000' + externalId, userId)
+      const key = companyId + '\u0000' + externalId
+      if (userIds.size >= cacheSize && !userIds.has(key)) userIds.pop() // CACHE_SIZE entries at most
+      userIds.set(key, userId)
     },
   }
 }
 
-// Only the fields verification needs, with company and agent ids shared between the
-// many users that carry them: it keeps a million cached users small.
-// The id is the cache key's own string: one copy per cached user, not two.
-function compactUser<T extends UserState | undefined>(user: T, id: string, intern: (s: string) => string): T {
-  if (user === undefined) return user
-  return {
-    id,
-    companyId: intern(user.companyId),
-    externalId: user.externalId,
-    agentId: intern(user.agentId),
-    tokenVersion: user.tokenVersion,
-    active: user.active,
-    revision: user.revision,
-  } as UserState as T
+/**
+ * A cached user: what verification needs of it, without its id (the cache key, which every
+ * reader asked with). A million of them are cached, so each holds two references only:
+ * its own external id, and a profile shared with every user of the same company, agent,
+ * token version, active flag and revision. Revisions and token versions count the changes
+ * of one row, so most users share one of a few profiles.
+ */
+class CompactUser implements CachedUser {
+  constructor(
+    private readonly profile: UserProfile,
+    readonly externalId: string,
+  ) {}
+
+  get companyId(): string {
+    return this.profile.companyId
+  }
+  get agentId(): string {
+    return this.profile.agentId
+  }
+  get tokenVersion(): number {
+    return this.profile.tokenVersion
+  }
+  get active(): boolean {
+    return this.profile.active
+  }
+  get revision(): number {
+    return this.profile.revision
+  }
+}
+
+/** A cached user's state but its external id: shared, so never changed once made. */
+type UserProfile = Readonly<Omit<CachedUser, 'externalId'>>
+
+/** What a node caches of a user: its state without the id it is cached under. */
+export type CachedUser = Omit<UserState, 'id'>
+
+/** Profiles are kept for sharing up to this many, then forgotten all at once (cached users keep theirs). */
+const PROFILES_KEPT = 10_000
+
+function compactUser(user: UserState, profile: (user: UserState) => UserProfile): CachedUser {
+  return new CompactUser(profile(user), user.externalId)
+}
+
+function createProfiles(limit: number, intern: (s: string) => string): (user: UserState) => UserProfile {
+  let profiles = new Map<string, UserProfile>()
+  return ({ companyId, agentId, tokenVersion, active, revision }) => {
+    const key = `${companyId} ${agentId} ${tokenVersion} ${active} ${revision}`
+    const known = profiles.get(key)
+    if (known !== undefined) return known
+    if (profiles.size >= limit) profiles = new Map()
+    const made: UserProfile = { companyId: intern(companyId), agentId: intern(agentId), tokenVersion, active, revision }
+    profiles.set(key, made)
+    return made
+  }
 }
 
 function compactAgent<T extends AgentState | undefined>(agent: T, intern: (s: string) => string): T {

@@ -58,14 +58,16 @@ t.test('misses of one tick are one query per cache; a key asked for many times i
     s.states.user('not-a-uuid'),
   ])
   t.same(s.reads, ['batch', 'batch', 'batch'], '100 user, 2 agent and 2 key misses: three queries')
-  t.same(users.map((u) => u?.id), asked, 'each caller gets its own user')
+  // a cached user has no id (it is the key asked for): its external id tells which one it is
+  const externalIdOf = new Map(s.users.map((u) => [u.id, u.externalId]))
+  t.same(users.map((u) => u?.externalId), asked.map((id) => externalIdOf.get(id)), 'each caller gets its own user')
   t.same(agents.map((a) => a?.id), s.agents.map((a) => a.id))
   t.same(keys.map((k) => k?.keyId), s.keys.map((k) => k.keyId))
   t.equal(unknown, undefined, 'an unknown user is not found')
   t.equal(malformed, undefined, 'a malformed id is not found, and does not fail the batch')
   t.equal(s.states.caches.users.size, 50, 'every user found is cached')
   s.reads.length = 0
-  t.equal((s.states.user(s.users[3]!.id) as { id: string }).id, s.users[3]!.id, 'a hit is a plain value')
+  t.equal((s.states.user(s.users[3]!.id) as { externalId: string }).externalId, s.users[3]!.externalId, 'a hit is a plain value')
   t.same(s.reads, [], 'and reads nothing')
 })
 
@@ -78,7 +80,7 @@ t.test('a change applied while the batch reads discards that fill only; a later 
   const changed = (await s.store.incrementTokenVersion(s.company.id, a!.id))!
   await s.bus.publish({ kind: 'user', state: changed })
   await pending
-  t.equal(s.states.caches.users.get(b!.id)?.id, b!.id, 'the unchanged user was cached')
+  t.equal(s.states.caches.users.get(b!.id)?.externalId, b!.externalId, 'the unchanged user was cached')
   const cachedA = s.states.caches.users.get(a!.id)
   t.ok(cachedA === undefined || cachedA.tokenVersion === changed.tokenVersion, 'the raced user was not cached with its old state')
   t.ok(s.states.caches.users.discardedFills + (cachedA === undefined ? 0 : 1) >= 1, 'the raced fill was refused')
@@ -95,4 +97,31 @@ t.test('a change applied while the batch reads discards that fill only; a later 
   release()
   await Promise.all([first, second])
   t.same(s.reads, ['batch', 'batch'], 'the second miss did not join the read already in flight')
+})
+
+t.test('every cached user answers its own row, however many users share the rest of their state', async (t) => {
+  const s = await setUp(t)
+  const [one, two] = s.agents
+  // users alike but for one field each: the token version, the active flag, the agent, the revision
+  const changed = [
+    await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id), // token version 1, revision 1
+    await s.store.setUserActive(s.users[1]!.id, false), // inactive, revision 1
+    await s.store.setUserAgent(s.users[2]!.id, two!.id), // another agent, revision 1
+    await s.store.setUserAgent(s.users[3]!.id, one!.id), // revision 1 only
+    await s.store.incrementTokenVersion(s.company.id, s.users[4]!.id),
+  ]
+  await s.store.incrementTokenVersion(s.company.id, s.users[4]!.id) // token version 2, revision 2
+  const expected = async () => new Map((await s.store.getUsers(s.users.map((u) => u.id))).map((u) => [u.id, u]))
+  const fieldsOf = (u: { companyId: string; externalId: string; agentId: string; tokenVersion: number; active: boolean; revision: number } | undefined) =>
+    u && { companyId: u.companyId, externalId: u.externalId, agentId: u.agentId, tokenVersion: u.tokenVersion, active: u.active, revision: u.revision }
+  let rows = await expected()
+  for (const user of s.users) t.same(fieldsOf(await s.states.user(user.id)), fieldsOf(rows.get(user.id)), `read: ${user.externalId}`)
+  t.ok(changed.every((c) => c !== undefined))
+
+  // a state a change message carries is cached the same way
+  const later = (await s.store.incrementTokenVersion(s.company.id, s.users[5]!.id))!
+  await s.bus.publish({ kind: 'user', state: later })
+  rows = await expected()
+  t.same(fieldsOf(s.states.caches.users.get(later.id)), fieldsOf(rows.get(later.id)), 'applied from a change message')
+  t.same(fieldsOf(s.states.caches.users.get(s.users[6]!.id)), fieldsOf(rows.get(s.users[6]!.id)), 'and its old profile still serves the others')
 })
