@@ -15,17 +15,25 @@ export function stringBytes(value: string): number {
   return STRING_HEADER + ((value.length * (NON_LATIN1.test(value) ? 2 : 1) + 7) & ~7)
 }
 
-/** The state object and the LRU's map entry and slots; company and agent ids are interned (shared). */
-export const USER_ENTRY_OVERHEAD = 160
+/**
+ * A cached user (states.ts): its two-field object (the profile it shares with many is not
+ * counted), the LRU's map entry and its two slots, and room for the map's churn.
+ */
+export const USER_ENTRY_OVERHEAD = 128
 /** A cached user: its id is the key's own string, its external id is its own. */
 export const userBytes = (key: string, user: Pick<UserState, 'externalId'>): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(user.externalId)
 
-/** The map entry and slots, and the (company, external id) key's concatenation. */
-export const USER_ID_ENTRY_OVERHEAD = 80
+/**
+ * An index entry: the map entry, and a slot in each of the five arrays lru-cache grows as
+ * the index fills (up to half again as many slots as entries while it grows).
+ */
+export const USER_ID_ENTRY_OVERHEAD = 136
 /** (company + NUL + external id) → user id. */
 export const userIdBytes = (key: string, userId: string): number => USER_ID_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(userId)
 
-/** Agents, companies and API keys are few next to users: the same overhead, every string counted. */
-export const agentBytes = (key: string, agent: AgentState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(agent.name)
-export const companyBytes = (key: string, _company: CompanyState): number => USER_ENTRY_OVERHEAD + stringBytes(key)
-export const apiKeyBytes = (key: string, apiKey: ApiKeyState): number => USER_ENTRY_OVERHEAD + stringBytes(key) + apiKey.secretHash.length + 96
+/** An agent, company or API key: a state object of its own, the map entry and slots. */
+export const STATE_ENTRY_OVERHEAD = 160
+/** Agents, companies and API keys are few next to users: every string counted. */
+export const agentBytes = (key: string, agent: AgentState): number => STATE_ENTRY_OVERHEAD + stringBytes(key) + stringBytes(agent.name)
+export const companyBytes = (key: string, _company: CompanyState): number => STATE_ENTRY_OVERHEAD + stringBytes(key)
+export const apiKeyBytes = (key: string, apiKey: ApiKeyState): number => STATE_ENTRY_OVERHEAD + stringBytes(key) + apiKey.secretHash.length + 96
