@@ -18,7 +18,7 @@ import { createStates } from '../src/cache/states.js'
 import { createKeyring } from '../src/jwt/keyring.js'
 import { createTokenVerifier } from '../src/auth/verify.js'
 import { createSessions } from '../src/sessions/sessions.js'
-import { OpenChatSession } from '../src/plugin.js'
+import { chatSessionOf } from '../src/plugin.js'
 import type { UserState } from '../src/domain.js'
 import type { Store } from '../src/store/store.js'
 
@@ -66,13 +66,12 @@ const sessions = createSessions({ verifyToken, bus, store, clockToleranceSeconds
 for (const token of tokens) if (!(await verifyToken(token)).ok) throw new Error('setup: a token was refused')
 
 type Open = { close: () => void; signal: AbortSignal }
-/** As a chat server opens them (`openChatSession`'s handle), each signal read at once, as a caller that listens to it does. */
+/** As a chat server opens them (what `openChatSession` answers), each signal read at once, as a caller that listens to it does. */
 async function openAll(from: number, to: number): Promise<Open[]> {
   const opened: Open[] = []
   for (let i = from; i < to; i++) {
-    const session = await sessions.open(tokens[i])
-    if (!session.ok) throw new Error(`a session was refused: ${session.denial.code}`)
-    const handle = new OpenChatSession(session)
+    const handle = chatSessionOf(await sessions.open(tokens[i]))
+    if (!handle.ok) throw new Error(`a session was refused: ${handle.body.code}`)
     if (handle.signal.aborted) throw new Error('a session was aborted as it opened')
     opened.push(handle)
   }

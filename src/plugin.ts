@@ -9,9 +9,8 @@ import { BEARER_CHALLENGE, denialBody, errors, type ErrorBody } from './errors.j
 import type { Metrics } from './metrics.js'
 import { answerUndecided, undecidedReporter } from './http/undecided.js'
 import { body } from './http/error-handler.js'
-import { identityBody } from './routes/verify.js'
-import type { Sessions } from './sessions/sessions.js'
-import type { Session } from './sessions/session.js'
+import type { IdentityBody } from './auth/identity-body.js'
+import type { OpenedSession, Sessions } from './sessions/sessions.js'
 
 /**
  * SPEC §8.1: a long-lived connection's token, watched. Refused: the verify endpoint's status
@@ -21,25 +20,15 @@ import type { Session } from './sessions/session.js'
  */
 export type ChatSession =
   | { ok: false; statusCode: 401 | 503; body: ErrorBody }
-  | { ok: true; identity: ReturnType<typeof identityBody>; signal: AbortSignal; close: () => void }
+  | { ok: true; identity: IdentityBody; signal: AbortSignal; close: () => void }
 
 /**
- * What `openChatSession` gives for an accepted token: one small object over the session (see
- * sessions/session.ts for why everything else is made when read).
+ * What `openChatSession` answers for what the sessions gave: a refusal as the verify
+ * endpoint's 401, an accepted token's session as itself (it is `{ ok, identity, signal,
+ * close }`; no wrapper, see sessions/session.ts for why every byte counts).
  */
-export class OpenChatSession {
-  readonly ok = true
-  constructor(private readonly session: Session) {}
-  /** the identity verify would answer with (a new object at each read: keep it if you need it often) */
-  get identity(): ReturnType<typeof identityBody> {
-    return identityBody(this.session.identity)
-  }
-  get signal(): AbortSignal {
-    return this.session.signal
-  }
-  get close(): () => void {
-    return this.session.close
-  }
+export function chatSessionOf(opened: OpenedSession): ChatSession {
+  return opened.ok ? opened : { ok: false, statusCode: 401, body: denialBody(opened.denial) }
 }
 
 declare module 'fastify' {
@@ -131,8 +120,7 @@ export const chatAuthPlugin = fp<ChatAuthPluginOptions>(
         reportUndecided(error, 'openChatSession')
         return { ok: false, statusCode: 503, body: body(errors.unavailable()) }
       }
-      if (!opened.ok) return { ok: false, statusCode: 401, body: denialBody(opened.denial) }
-      return new OpenChatSession(opened)
+      return chatSessionOf(opened)
     })
     fastify.decorate('chatSessionStats', () => (sessions === undefined ? { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 } : sessions.stats()))
   },

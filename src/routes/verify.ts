@@ -5,28 +5,9 @@ import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
 import { BEARER_CHALLENGE, denialBody } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import { answerUndecided, undecidedReporter, type ReportUndecided } from '../http/undecided.js'
+import { identityBody } from '../auth/identity-body.js'
 
-/** The answer to an allowed request, and the headers a proxy forwards upstream. */
-export function identityBody(identity: Identity) {
-  return {
-    user: identity.user,
-    agent: identity.agent,
-    tokenVersion: identity.tokenVersion,
-    expiresAt: isoSeconds(identity.exp),
-  }
-}
-
-// Tokens issued in the same second share their expiry: format each second once.
-let lastSeconds = Number.NaN
-let lastIso = ''
-function isoSeconds(seconds: number): string {
-  if (seconds !== lastSeconds) {
-    lastIso = new Date(seconds * 1000).toISOString()
-    lastSeconds = seconds
-  }
-  return lastIso
-}
-
+/** The headers a proxy forwards upstream with an allowed request (its body: auth/identity-body.ts). */
 export function identityHeaders(identity: Identity): Record<string, string> {
   return {
     'x-auth-user-id': identity.user.id,

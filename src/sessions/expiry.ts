@@ -1,4 +1,4 @@
-import type { Session } from './session.js'
+import { NOT_IN_HEAP, type Session } from './session.js'
 
 /** setTimeout's longest delay; a later expiry is reached by waking up once on the way. */
 const MAX_DELAY_MS = 2 ** 31 - 1
@@ -69,8 +69,10 @@ export function createExpiry(onExpired: (session: Session) => void, toleranceSec
     try {
       while (heap.length > 0 && expiresAtMs(heap[0]!) <= current) {
         const session = heap[0]!
-        remove(session)
+        // the registry ends it, which takes it off the heap (leaving the heap is what marks a
+        // session ended); should it not, it leaves here, so that the loop moves on
         onExpired(session)
+        remove(session)
       }
     } finally {
       firing = false
@@ -80,9 +82,9 @@ export function createExpiry(onExpired: (session: Session) => void, toleranceSec
 
   function remove(session: Session): void {
     const index = session.heapIndex
-    if (index < 0) return
+    if (index === NOT_IN_HEAP) return
     const last = heap.pop()!
-    session.heapIndex = -1
+    session.heapIndex = NOT_IN_HEAP
     if (last !== session) {
       heap[index] = last
       last.heapIndex = index

@@ -1,4 +1,5 @@
-import type { Identity, TokenClaims } from '../auth/verify.js'
+import { identityBody, type IdentityBody } from '../auth/identity-body.js'
+import type { TokenClaims } from '../auth/verify.js'
 import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM } from '../domain.js'
 
 /** Why a session ended: a §3.3 denial's `{code, message}`, or NODE_CLOSING / SERVICE_UNAVAILABLE. */
@@ -12,24 +13,29 @@ export interface SessionOwner {
   end(session: Session, why: EndReason | undefined): void
 }
 
+/** `heapIndex` of a session that is not (or no longer) in the expiry heap */
+export const NOT_IN_HEAP = -1
+
 /**
- * One open session, as `Sessions.open` gives it: `{ ok, identity, signal, close }`
- * (`openChatSession` hands out a small handle over it, with the verify endpoint's identity).
+ * One open session, as `Sessions.open` gives it and `openChatSession` hands it to the chat
+ * server: `{ ok, identity, signal, close }`, `identity` being the verify endpoint's 200 body.
  *
  * SPEC §8.1 asks ≤ 1 KiB each, and Node's AbortSignal alone is 728 bytes (an EventTarget
- * with two Maps; `node --expose-gc dist/bench/sessions.js`, bench/RESULTS.md). So a session keeps only
- * what a re-check needs of its token and what its identity is made of (strings shared with
- * the cached rows), in one object of one shape: it is its own AbortController (its `signal`,
- * which Node makes when first read, is aborted with the `EndReason` the moment the token
- * stops being valid), and `identity` and `close` are made when asked for.
+ * with two Maps; `node --expose-gc dist/bench/sessions.js`, bench/RESULTS.md). So a session
+ * is one object of one shape, and every field counts (8 bytes each): it is its own
+ * AbortController (its `signal`, which Node makes when first read, is aborted with the
+ * `EndReason` the moment the token stops being valid) and the handle the caller keeps (no
+ * wrapper); it keeps only what a re-check needs of its token and what its identity is made
+ * of (strings shared with the cached rows); `identity` and `close` are made when asked for;
+ * its registry is on its class's prototype (a subclass per registry, sessions.ts), and it
+ * is open exactly while it is in the expiry heap (every open session is), so neither takes
+ * a field.
  */
-export class Session extends AbortController {
-  /** its place in the expiry heap (expiry.ts); -1 once it left it */
-  heapIndex = -1
-  open = true
+export abstract class Session extends AbortController {
+  /** its place in the expiry heap (expiry.ts); NOT_IN_HEAP before it opened and once it ended */
+  heapIndex = NOT_IN_HEAP
 
   constructor(
-    private readonly owner: SessionOwner,
     readonly userId: string,
     readonly companyId: string,
     readonly agentId: string,
@@ -45,19 +51,27 @@ export class Session extends AbortController {
     super()
   }
 
+  /** the registry that ends it: a getter on the registry's subclass, not a field */
+  protected abstract get owner(): SessionOwner
+
   get ok(): true {
     return true
   }
 
-  /** who the token is, as verified when the session opened (a new object at each read) */
-  get identity(): Identity {
-    return {
+  /** still watched: it ended (aborted or closed) once it left the expiry heap */
+  get open(): boolean {
+    return this.heapIndex !== NOT_IN_HEAP
+  }
+
+  /** the verify endpoint's 200 body, as verified when the session opened (a new object at each read: keep it if you need it often) */
+  get identity(): IdentityBody {
+    return identityBody({
       user: { id: this.userId, externalId: this.externalId, companyId: this.companyId, agentId: this.agentId },
       // it was active: the session was accepted; once it is not, the session has ended
       agent: { id: this.agentId, name: this.agentName, active: true },
       tokenVersion: this.tokenVersion,
       exp: this.exp,
-    }
+    })
   }
 
   /** stops watching the token (the signal is not aborted); a function of its own, so that it can be passed around */

@@ -85,12 +85,18 @@ export function createSessions(options: SessionsOptions): Sessions {
   }
 
   const owner = { end }
+  // this registry's sessions: it is on their prototype, not in a field of each
+  class NodeSession extends Session {
+    protected get owner() {
+      return owner
+    }
+  }
   function end(session: Session, why: EndReason | undefined): void {
     if (!session.open) return
-    session.open = false
+    // leaving the expiry heap is what marks it ended
+    expiry.remove(session)
     open--
     index.remove(session)
-    expiry.remove(session)
     if (why !== undefined) session.abort(why)
   }
 
@@ -203,8 +209,7 @@ export function createSessions(options: SessionsOptions): Sessions {
       if (closing) throw new StoreUnavailableError('the node is closing')
       const { claims, identity } = verdict
       const facts = sessionFacts(claims)
-      const session = new Session(
-        owner,
+      const session = new NodeSession(
         identity.user.id,
         identity.user.companyId,
         identity.agent.id,
