@@ -1,6 +1,7 @@
 import { identityBody, type IdentityBody } from '../auth/identity-body.js'
 import type { TokenClaims } from '../auth/verify.js'
 import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM } from '../domain.js'
+import type { Cohort } from './cohort.js'
 
 /** Why a session ended: a §3.3 denial's `{code, message}`, or NODE_CLOSING / SERVICE_UNAVAILABLE. */
 export interface EndReason {
@@ -26,29 +27,46 @@ export const NOT_IN_HEAP = -1
  * AbortController (its `signal`, which Node makes when first read, is aborted with the
  * `EndReason` the moment the token stops being valid) and the handle the caller keeps (no
  * wrapper); it keeps only what a re-check needs of its token and what its identity is made
- * of (strings shared with the cached rows); `identity` and `close` are made when asked for;
- * its registry is on its class's prototype (a subclass per registry, sessions.ts), and it
- * is open exactly while it is in the expiry heap (every open session is), so neither takes
- * a field.
+ * of (strings shared with the cached rows), and what it shares with the other sessions of
+ * its agent once for them all (cohort.ts); `identity` and `close` are made when asked for;
+ * its registry is on its class's prototype (a subclass per registry, sessions.ts), and it is
+ * open exactly while it is in the expiry heap (every open session is), so neither takes a
+ * field.
  */
 export abstract class Session extends AbortController {
   /** its place in the expiry heap (expiry.ts); NOT_IN_HEAP before it opened and once it ended */
   heapIndex = NOT_IN_HEAP
+  /** its neighbours in its cohort's list (cohort.ts) */
+  prev: Session | undefined = undefined
+  next: Session | undefined = undefined
 
   constructor(
+    /** what it shares with the other sessions of its agent: company, agent, agent name, generations (cohort.ts) */
+    readonly cohort: Cohort,
     readonly userId: string,
-    readonly companyId: string,
-    readonly agentId: string,
+    private readonly externalId: string,
     readonly jti: string | undefined,
     readonly tokenVersion: number,
-    readonly companyGeneration: number,
-    readonly agentGeneration: number,
     /** the token's exp, in seconds (a small integer: a whole field, where milliseconds would be boxed) */
     readonly exp: number,
-    private readonly externalId: string,
-    private readonly agentName: string,
   ) {
     super()
+  }
+
+  get companyId(): string {
+    return this.cohort.companyId
+  }
+
+  get agentId(): string {
+    return this.cohort.agentId
+  }
+
+  get companyGeneration(): number {
+    return this.cohort.companyGeneration
+  }
+
+  get agentGeneration(): number {
+    return this.cohort.agentGeneration
   }
 
   /** the registry that ends it: a getter on the registry's subclass, not a field */
@@ -68,7 +86,7 @@ export abstract class Session extends AbortController {
     return identityBody({
       user: { id: this.userId, externalId: this.externalId, companyId: this.companyId, agentId: this.agentId },
       // it was active: the session was accepted; once it is not, the session has ended
-      agent: { id: this.agentId, name: this.agentName, active: true },
+      agent: { id: this.agentId, name: this.cohort.agentName, active: true },
       tokenVersion: this.tokenVersion,
       exp: this.exp,
     })

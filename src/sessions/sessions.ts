@@ -4,7 +4,7 @@ import type { Change, RowChanged } from '../domain.js'
 import { denials, errors, StoreUnavailableError, type Denial } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { createExpiry } from './expiry.js'
-import { createSessionIndex, rowIdOf, type IndexKind } from './index.js'
+import { createSessionIndex, isOfRow, type IndexKind } from './index.js'
 import { denialOf, type Rows } from './recheck.js'
 import { Session, sessionFacts, type EndReason } from './session.js'
 
@@ -78,8 +78,7 @@ export function createSessions(options: SessionsOptions): Sessions {
     if (changesSeen - seen > RECENT_CHANGES) return true
     for (let n = seen; n < changesSeen; n++) {
       const kind = recentKinds[n % RECENT_CHANGES]
-      const id = recentIds[n % RECENT_CHANGES]
-      if (kind !== undefined && rowIdOf(kind, session) === id) return true
+      if (kind !== undefined && isOfRow(kind, recentIds[n % RECENT_CHANGES]!, session)) return true
     }
     return false
   }
@@ -210,16 +209,12 @@ export function createSessions(options: SessionsOptions): Sessions {
       const { claims, identity } = verdict
       const facts = sessionFacts(claims)
       const session = new NodeSession(
+        index.cohortFor(identity.user.companyId, identity.agent.id, identity.agent.name, facts.companyGeneration, facts.agentGeneration),
         identity.user.id,
-        identity.user.companyId,
-        identity.agent.id,
+        identity.user.externalId,
         claims.jti,
         facts.tokenVersion,
-        facts.companyGeneration,
-        facts.agentGeneration,
         claims.exp,
-        identity.user.externalId,
-        identity.agent.name,
       )
       index.add(session)
       expiry.add(session)

@@ -41,7 +41,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
     return {
       ok: true,
       claims,
-      identity: { user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: claims.agentId }, agent: { id: AGENT, name: 'a', active: true }, tokenVersion: user.tokenVersion, exp: claims.exp },
+      identity: { user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: claims.agentId }, agent: { id: AGENT, name: agents.get(AGENT)!.name, active: true }, tokenVersion: user.tokenVersion, exp: claims.exp },
     }
   }
   const sessions = createSessions({
@@ -200,6 +200,29 @@ t.test('one token open twice, one user on many tokens: each change finds every s
   t.ok(a.signal.aborted && c.signal.aborted && !b.signal.aborted, 'both open ones aborted, the closed one not')
   t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
   t.same(w.users.get(userId)?.id, userId)
+})
+
+t.test("an agent's sessions, linked through themselves: closing any of them leaves the others found by its agent's and its company's changes", async (t) => {
+  const w = world()
+  const opened = async () => w.opened(w.token().value)
+  const first = [await opened(), await opened(), await opened(), await opened(), await opened()]
+  // renamed: the sessions opened from now on are another cohort of the same agent
+  w.agents.set(AGENT, { ...w.agents.get(AGENT)!, name: 'b', revision: 2 })
+  const renamed = [await opened(), await opened()]
+  t.same([first[0]!.identity.agent.name, renamed[0]!.identity.agent.name], ['a', 'b'], 'each as verified when it opened')
+  t.same(w.sessions.stats(), { open: 7, users: 7, companies: 1, agents: 1, jtis: 7, expiries: 7 })
+  // the last opened is at the head of its list: close two neighbours in the middle, then the head
+  for (const session of [first[3]!, first[2]!, first[4]!, renamed[1]!]) session.close()
+  await w.deliver({ kind: 'company', id: COMPANY, revision: 2 })
+  t.equal(w.sessions.size, 3, "a company's change that ends nothing leaves them open")
+  w.agents.set(AGENT, { ...w.agents.get(AGENT)!, active: false, revision: 3 })
+  await w.deliver({ kind: 'agent', id: AGENT, revision: 3 })
+  t.same(
+    [...first, ...renamed].map((s) => (s.signal.reason as { code: string } | undefined)?.code),
+    ['AGENT_INACTIVE', 'AGENT_INACTIVE', undefined, undefined, undefined, 'AGENT_INACTIVE', undefined],
+    'every open one ended, no closed one',
+  )
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
 })
 
 t.test("a change's read that does not answer within half the period ends its sessions, so the acknowledgement is never held past the lease", async (t) => {
