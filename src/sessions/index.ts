@@ -1,11 +1,13 @@
 import { Cohort } from './cohort.js'
+import { jtiKey } from './jti.js'
 import { Session } from './session.js'
 
 export type IndexKind = 'user' | 'company' | 'agent' | 'token'
 
 /**
- * A user's or a jti's sessions: most users and most jtis have one, held as itself (a Set of
- * one costs more than the rest of the session's share of the index); a Set from the second on.
+ * A user's or a jti's sessions (a jti's key: jti.ts): most users and most jtis have one, held
+ * as itself (a Set of one costs more than the rest of the session's share of the index); a Set
+ * from the second on.
  */
 type Members = Session | Set<Session>
 
@@ -24,17 +26,17 @@ const membersOf = (members: Members): Session[] => (members instanceof Session ?
  */
 export function createSessionIndex() {
   const users = new Map<string, Members>()
-  const jtis = new Map<string, Members>()
+  const jtis = new Map<number | string, Members>()
   const cohortsOf: Record<'company' | 'agent', Map<string, Cohort[]>> = { company: new Map(), agent: new Map() }
 
-  function join(map: Map<string, Members>, id: string, session: Session): void {
+  function join<Key>(map: Map<Key, Members>, id: Key, session: Session): void {
     const members = map.get(id)
     if (members === undefined) map.set(id, session)
     else if (members instanceof Session) map.set(id, new Set([members, session]))
     else members.add(session)
   }
 
-  function leave(map: Map<string, Members>, id: string, session: Session): void {
+  function leave<Key>(map: Map<Key, Members>, id: Key, session: Session): void {
     const members = map.get(id)
     // an emptied row goes at once: closed sessions leave nothing behind
     if (members === session) map.delete(id)
@@ -61,7 +63,7 @@ export function createSessionIndex() {
     },
     add(session: Session): void {
       join(users, session.userId, session)
-      if (session.jti !== undefined) join(jtis, session.jti, session)
+      if (session.jtiKey !== undefined) join(jtis, session.jtiKey, session)
       const cohort = session.cohort
       // a cohort is indexed while it has sessions (a new one, or one its last session left)
       if (cohort.head === undefined) {
@@ -72,7 +74,7 @@ export function createSessionIndex() {
     },
     remove(session: Session): void {
       leave(users, session.userId, session)
-      if (session.jti !== undefined) leave(jtis, session.jti, session)
+      if (session.jtiKey !== undefined) leave(jtis, session.jtiKey, session)
       const cohort = session.cohort
       cohort.unlink(session)
       if (cohort.head === undefined) {
@@ -82,9 +84,16 @@ export function createSessionIndex() {
     },
     /** the open sessions of one row (a copy), or undefined: the common case, no allocation */
     of(kind: IndexKind, id: string): Session[] | undefined {
-      if (kind === 'user' || kind === 'token') {
-        const found = (kind === 'user' ? users : jtis).get(id)
+      if (kind === 'user') {
+        const found = users.get(id)
         return found === undefined ? undefined : membersOf(found)
+      }
+      if (kind === 'token') {
+        const found = jtis.get(jtiKey(id))
+        if (found === undefined) return undefined
+        // the key is the jti's first 32 bits: another jti may share it
+        const sessions = membersOf(found).filter((session) => session.jti === id)
+        return sessions.length === 0 ? undefined : sessions
       }
       const cohorts = cohortsOf[kind].get(id)
       if (cohorts === undefined) return undefined

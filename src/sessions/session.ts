@@ -2,6 +2,7 @@ import { identityBody, type IdentityBody } from '../auth/identity-body.js'
 import type { TokenClaims } from '../auth/verify.js'
 import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM } from '../domain.js'
 import type { Cohort } from './cohort.js'
+import { jtiOf, jtiWords } from './jti.js'
 
 /** Why a session ended: a §3.3 denial's `{code, message}`, or NODE_CLOSING / SERVICE_UNAVAILABLE. */
 export interface EndReason {
@@ -40,17 +41,29 @@ export abstract class Session extends AbortController {
   prev: Session | undefined = undefined
   next: Session | undefined = undefined
 
+  /** its token's jti, in four words (jti.ts); the first is the jti index's key */
+  readonly jtiKey: number | string | undefined
+  private readonly jti1: number
+  private readonly jti2: number
+  private readonly jti3: number
+
   constructor(
     /** what it shares with the other sessions of its agent: company, agent, agent name, generations (cohort.ts) */
     readonly cohort: Cohort,
     readonly userId: string,
     private readonly externalId: string,
-    readonly jti: string | undefined,
+    jti: string | undefined,
     readonly tokenVersion: number,
     /** the token's exp, in seconds (a small integer: a whole field, where milliseconds would be boxed) */
     readonly exp: number,
   ) {
     super()
+    ;[this.jtiKey, this.jti1, this.jti2, this.jti3] = jtiWords(jti)
+  }
+
+  /** its token's jti (a new string at each read) */
+  get jti(): string | undefined {
+    return jtiOf(this.jtiKey, this.jti1, this.jti2, this.jti3)
   }
 
   get companyId(): string {

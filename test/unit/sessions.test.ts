@@ -58,10 +58,9 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
   })
   t.teardown(() => sessions.close())
   /** a user and a token of theirs */
-  const token = (expiresInMs = 3_600_000) => {
+  const token = (expiresInMs = 3_600_000, jti: string = randomUUID()) => {
     const id = randomUUID()
     users.set(id, { id, companyId: COMPANY, externalId: id, agentId: AGENT, tokenVersion: 0, active: true, revision: 1 })
-    const jti = randomUUID()
     const value = `token-${jti}`
     claimsOf.set(value, { sub: id, tokenVersion: 0, companyId: COMPANY, agentId: AGENT, exp: (Date.now() + expiresInMs) / 1000, jti })
     return { value, userId: id, jti }
@@ -222,6 +221,36 @@ t.test("an agent's sessions, linked through themselves: closing any of them leav
     ['AGENT_INACTIVE', 'AGENT_INACTIVE', undefined, undefined, undefined, 'AGENT_INACTIVE', undefined],
     'every open one ended, no closed one',
   )
+  t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
+})
+
+t.test('a jti kept as four integers: each revocation finds its own session, also when two share the first 32 bits; any other jti as is', async (t) => {
+  const w = world()
+  const jtis = [
+    'deadbeef-0000-4000-8000-000000000001',
+    'deadbeef-ffff-4fff-bfff-ffffffffffff', // the same index key as the first
+    'not-a-uuid',
+    'DEADBEEF-0000-4000-8000-000000000001', // not canonical: kept as is, not as the first's words
+  ]
+  const sessions = await Promise.all(jtis.map((jti) => w.opened(w.token(3_600_000, jti).value)))
+  t.same(
+    sessions.map((s) => s.jti),
+    jtis,
+    'each jti read back as it came',
+  )
+  const aborted = () => sessions.map((s) => s.signal.aborted)
+  t.equal(w.deliver({ kind: 'token', id: 'deadbeef-0000-4000-8000-00000000000f', revision: 1 }), undefined, 'a jti that shares the key but is none of them ends nothing')
+  t.same(aborted(), [false, false, false, false])
+  w.deliver({ kind: 'token', id: jtis[0]!, revision: 1 })
+  t.same(aborted(), [true, false, false, false], 'the first alone')
+  w.deliver({ kind: 'token', id: jtis[2]!, revision: 1 })
+  t.same(aborted(), [true, false, true, false])
+  // a sweep asks the store about each jti: the one rebuilt from its words is the token's
+  w.revoked.add(jtis[1]!)
+  w.revoked.add(jtis[3]!)
+  w.epoch()
+  await until(() => sessions.every((s) => s.signal.aborted))
+  t.same(aborted(), [true, true, true, true], 'the sweep found the other two revoked')
   t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
 })
 
