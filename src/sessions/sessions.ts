@@ -35,7 +35,7 @@ export interface Sessions {
   open(token: string | undefined): Promise<OpenedSession>
   /** open sessions */
   readonly size: number
-  /** entries of each index and of the expiry heap: all 0 once every session ended */
+  /** entries of each index and of the expiry heap: all 0 once every session ended (two jtis may share an entry: index.ts) */
   stats(): { open: number; users: number; companies: number; agents: number; jtis: number; expiries: number }
   /** the node closes: every open session is aborted with NODE_CLOSING */
   close(): void
