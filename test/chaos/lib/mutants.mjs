@@ -4,6 +4,7 @@
 //
 // Each mutant counts the times it acted (`calls`), so that the test can tell it reached the node.
 import { createRevocationFilter } from '../../../dist/src/cache/revocation-filter.js'
+import { Cohort } from '../../../dist/src/sessions/cohort.js'
 
 /** A change log whose every read claims nothing changed, moving the cursor to now. */
 const readsNothing = (changeLog) => ({
@@ -150,10 +151,28 @@ export function createMutant(name, config) {
         },
       }),
     },
+    // A session that leaves its cohort's list (sessions/cohort.ts) takes the sessions after it
+    // along: a company's or agent's change no longer finds them. Not a part the node is built
+    // from, so the class itself is changed, in this node's process only (install, below).
+    'cohort-unlink-loses-the-rest': {
+      install() {
+        const unlink = Cohort.prototype.unlink
+        Cohort.prototype.unlink = function (session) {
+          if (session.next === undefined) return unlink.call(this, session)
+          acted()
+          if (session.prev === undefined) this.head = undefined
+          else session.prev.next = undefined
+          session.prev = undefined
+          session.next = undefined
+        }
+      },
+    },
   }
-  const parts = mutants[name]
-  if (!parts) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
+  const chosen = mutants[name]
+  if (!chosen) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
+  const { install, ...parts } = chosen
+  install?.()
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered']

@@ -33,7 +33,9 @@ closeOnSignals({ app: fastify, gateway, url: `http://${config.host}:${config.por
  * with `openChatSession` (SPEC §8.1):
  * - `POST /chaos/sessions {token}` → `{id}`, or `{refused: code}` for a denied token;
  * - `POST /chaos/sessions/status {ids}` → `{sessions: [{open, code}]}` in the same order:
- *   `open` is false once the session was aborted, `code` the reason's code.
+ *   `open` is false once the session was aborted, `code` the reason's code;
+ * - `POST /chaos/sessions/close {ids}` → `{closed}`: the chat connection ended by itself
+ *   (`close()`), so that the sessions left beside it must still be ended by their changes.
  * The node's own close aborts them (NODE_CLOSING); they are forgotten with it.
  */
 async function chaosSessionRoutes(instance) {
@@ -58,6 +60,17 @@ async function chaosSessionRoutes(instance) {
       return { open: !session.signal.aborted, code: session.signal.aborted ? session.signal.reason?.code : undefined }
     }),
   }))
+  instance.post('/chaos/sessions/close', async (request) => {
+    let closed = 0
+    for (const id of request.body?.ids ?? []) {
+      const session = held.get(id)
+      if (session === undefined) continue
+      session.close()
+      held.delete(id)
+      closed++
+    }
+    return { closed }
+  })
   instance.addHook('onClose', async () => {
     for (const session of held.values()) session.close()
     held.clear()
