@@ -83,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'migrate') {
     const [{ createPgliteDb, createPostgresDb }, { migrate }] = await Promise.all([import('./store/db.js'), import('./store/migrate.js')])
     const config = loadConfig()
-    const db = config.databaseUrl ? createPostgresDb(config.databaseUrl) : await createPgliteDb(config.dataDir)
+    const db = config.databaseUrl ? createPostgresDb(config.databaseUrl, { preparedStatements: config.databasePreparedStatements }) : await createPgliteDb(config.dataDir)
     try {
       const { applied } = await migrate(db)
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n')

@@ -24,7 +24,7 @@ export async function openStore(onClose: OnClose, config: Config, options: { log
   const { logger } = options
   // Registered whatever the store, so that the series is there from the start (0 without a pool).
   const onPoolError = poolErrorReporter(options.metrics, logger)
-  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl, { onPoolError }) : await createPgliteDb(config.dataDir))
+  const db = options.db ?? (config.databaseUrl ? createPostgresDb(config.databaseUrl, { onPoolError, preparedStatements: config.databasePreparedStatements }) : await createPgliteDb(config.dataDir))
   if (!options.db) onClose(() => db.close())
   const claim = config.databaseUrl && db.kind === 'postgres' ? await claimDatabase({ connectionString: config.databaseUrl, mode: config.redis ? 'shared' : 'exclusive', logger }) : undefined
   if (claim) onClose(() => claim.release())

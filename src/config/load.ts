@@ -11,6 +11,7 @@ export function parseConfig(env: Env): Config {
     host: values.HOST,
     dataDir: values.DATA_DIR,
     databaseUrl: values.DATABASE_URL,
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS,
     redis: redisConnection(values, isSet),
     adminToken: values.ADMIN_TOKEN,
     jwt: {

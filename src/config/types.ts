@@ -7,6 +7,8 @@ export interface Config {
   host: string
   dataDir: string
   databaseUrl: string | undefined
+  /** name the store's statements (PostgreSQL plans each once per connection) */
+  databasePreparedStatements: boolean
   /** how to reach Redis (REDIS_URL, or REDIS_SENTINELS + REDIS_SENTINEL_NAME); undefined: one node, no bus */
   redis: RedisConnection | undefined
   /** undefined → generated at boot and printed once */

@@ -13,6 +13,8 @@ export const VARIABLES = {
   HOST: text({ default: '127.0.0.1', help: 'interface to listen on (0.0.0.0 in containers)' }),
   DATA_DIR: folder({ default: './data', help: "PGlite's folder when DATABASE_URL is not set; memory:// keeps nothing" }),
   DATABASE_URL: url(['postgres:', 'postgresql:'], { help: 'postgres://…: use this PostgreSQL instead of the embedded store' }),
+  // PgBouncer keeps named statements across its transactions only from 1.21 (max_prepared_statements).
+  DATABASE_PREPARED_STATEMENTS: boolean({ default: 'true', help: "prepare the store's statements once per connection; false behind a pooler in transaction mode that cannot keep them" }),
   REDIS_URL: url(['redis:', 'rediss:'], { help: 'redis:// or rediss://…: the invalidation channel between nodes' }),
   REDIS_SENTINELS: hostPorts({ help: 'instead of REDIS_URL, Redis Sentinel: host:port of every sentinel' }),
   REDIS_SENTINEL_NAME: redisName(128, { help: 'the master name the sentinels monitor' }),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import pg from 'pg'
 import { StoreUnavailableError } from '../errors.js'
@@ -34,7 +35,37 @@ function classify(error: unknown): unknown {
   return unavailable ? new StoreUnavailableError(`database unavailable: ${message}`, { cause: error }) : error
 }
 
-export function createPostgresDb(connectionString: string, options: { max?: number; statementTimeoutMs?: number; onPoolError?: (error: Error) => void } = {}): Db {
+/**
+ * The name a statement is prepared under, or undefined: run unnamed. PostgreSQL parses and
+ * plans a named statement once per connection and an unnamed one on every call; for an
+ * invalidation that was half of the server's CPU (bench/RESULTS.md). Only a statement with
+ * parameters is named (one statement, the extended protocol either way), and at most
+ * MAX_NAMED_STATEMENTS texts: the store's are fixed strings, and a caller that built its SQL
+ * text anew for each call must not leave a statement per text on every connection.
+ */
+const MAX_NAMED_STATEMENTS = 500
+
+function statementNames(): (sql: string) => string | undefined {
+  const names = new Map<string, string>()
+  return (sql) => {
+    let name = names.get(sql)
+    if (name === undefined && names.size < MAX_NAMED_STATEMENTS) {
+      name = 'chat_auth_' + createHash('sha256').update(sql).digest('hex').slice(0, 32)
+      names.set(sql, name)
+    }
+    return name
+  }
+}
+
+export interface PostgresDbOptions {
+  max?: number
+  statementTimeoutMs?: number
+  onPoolError?: (error: Error) => void
+  /** false: every statement unnamed (a pooler in transaction mode that cannot keep them); default true */
+  preparedStatements?: boolean
+}
+
+export function createPostgresDb(connectionString: string, options: PostgresDbOptions = {}): Db {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
@@ -48,9 +79,11 @@ export function createPostgresDb(connectionString: string, options: { max?: numb
   // reconnects. It is still reported (the gateway logs and counts it).
   pool.on('error', (error) => options.onPoolError?.(error))
 
+  const nameOf = options.preparedStatements === false ? () => undefined : statementNames()
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<Row[]> => {
     try {
-      const result = await client.query(sql, params as unknown[] | undefined)
+      const name = params === undefined ? undefined : nameOf(sql)
+      const result = name === undefined ? await client.query(sql, params as unknown[] | undefined) : await client.query({ name, text: sql, values: params as unknown[] })
       return result.rows as Row[]
     } catch (error) {
       throw classify(error)
