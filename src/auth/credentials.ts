@@ -3,8 +3,11 @@ import type { ApiKeyState } from '../domain.js'
 import type { MaybePromise } from '../cache/states.js'
 import { secretMatches } from './api-keys.js'
 
-/** Resolves to the key a (key id, secret) pair names, or rejects with the SPEC's 401. */
-export type AuthenticateApiKey = (keyId: string, keySecret: string) => Promise<ApiKeyState>
+/**
+ * The key a (key id, secret) pair names (a value when the key is cached and the secret
+ * matches), or a promise that rejects with the SPEC's 401.
+ */
+export type AuthenticateApiKey = (keyId: string, keySecret: string) => MaybePromise<ApiKeyState>
 
 export interface ApiKeyAuthenticationOptions {
   /** the key's current state: a value when cached on the node, a promise of a store read otherwise */
@@ -23,16 +26,19 @@ export interface ApiKeyAuthenticationOptions {
  * Accepted keys, the callers that matter for throughput, still never leave the cache.
  */
 export function createApiKeyAuthentication({ findKey, readKey, noteUsed }: ApiKeyAuthenticationOptions): AuthenticateApiKey {
-  return async (keyId, keySecret) => {
+  return (keyId, keySecret) => {
     const found = findKey(keyId)
-    const key = found instanceof Promise ? await found : found
+    return found instanceof Promise ? found.then((key) => decide(keyId, keySecret, key, true)) : decide(keyId, keySecret, found, false)
+  }
+
+  function decide(keyId: string, keySecret: string, key: ApiKeyState | undefined, wasRead: boolean): MaybePromise<ApiKeyState> {
     // The secret is hashed whether or not the key exists: no shortcut for unknown ids.
     const matches = secretMatches(key?.secretHash, keySecret)
     if (key !== undefined && matches && !key.revoked) {
       noteUsed(keyId)
       return key
     }
-    if (!(found instanceof Promise)) await readKey(keyId)
-    throw errors.invalidApiCredentials()
+    const refused = () => Promise.reject(errors.invalidApiCredentials())
+    return wasRead ? refused() : readKey(keyId).then(refused)
   }
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { parseDuration, type Config } from '../config.js'
 import { errors } from '../errors.js'
 import { AGENT_GENERATION_CLAIM, canonicalUuid, COMPANY_GENERATION_CLAIM, type AgentState, type UserState } from '../domain.js'
-import type { States } from '../cache/states.js'
+import { andThen, type MaybePromise, type States } from '../cache/states.js'
 import type { Changes } from '../changes.js'
 import type { Keyring } from '../jwt/keyring.js'
 import type { Store } from '../store/store.js'
@@ -32,72 +32,84 @@ export interface TokenIssuerOptions {
   maxLifetimeSeconds: number
 }
 
-/** The steps of SPEC §3.1 after the API key is authenticated, over the node's caches and store. */
+/**
+ * The steps of SPEC §3.1 after the API key is authenticated, over the node's caches and
+ * store. Each answers with a value when the caches held all it needed, else with a promise
+ * (`await` either): a token for a cached user makes no promise (the route, routes/token.ts).
+ */
 export interface TokenIssuer {
   /** SPEC §3.1 step 2 (see tokenLifetime) with the configured maximum. */
   lifetime(expiresIn: string | undefined): number
   /** SPEC §3.1 step 3, explicit agent: one of the key's company, active or not. */
-  agentOfCompany(companyId: string, agentId: string): Promise<AgentState>
+  agentOfCompany(companyId: string, agentId: string): MaybePromise<AgentState>
   /**
    * SPEC §3.1 step 4: one customer user per (company, userId), however many first requests
    * race (the unique constraint decides); an explicit agent ties the user to it; an
    * inactive user gets no token and no change.
    */
-  findOrCreateUser(companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState>
+  findOrCreateUser(companyId: string, externalId: string, agent: AgentState | undefined): MaybePromise<UserState>
   /**
    * Signs the JWT of SPEC §3.1 for the user's current token_version, and the current tokens
    * generations of its company and agent (SPEC §7.1: valid until their next revoke-tokens).
    */
-  sign(user: UserState, agent: AgentState, lifetimeSeconds: number): Promise<{ token: string; exp: number }>
+  sign(user: UserState, agent: AgentState, lifetimeSeconds: number): MaybePromise<{ token: string; exp: number }>
 }
 
 export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds }: TokenIssuerOptions): TokenIssuer {
-  async function existingUser(companyId: string, externalId: string): Promise<UserState | undefined> {
+  function existingUser(companyId: string, externalId: string): MaybePromise<UserState | undefined> {
     const knownId = states.knownUserId(companyId, externalId)
     if (knownId !== undefined) {
       // the cache holds a user without its id: it is the one asked for
-      const cached = await states.user(knownId)
-      return cached === undefined ? undefined : { id: knownId, companyId: cached.companyId, externalId: cached.externalId, agentId: cached.agentId, tokenVersion: cached.tokenVersion, active: cached.active, revision: cached.revision }
+      return andThen(states.user(knownId), (cached) =>
+        cached === undefined ? undefined : { id: knownId, companyId: cached.companyId, externalId: cached.externalId, agentId: cached.agentId, tokenVersion: cached.tokenVersion, active: cached.active, revision: cached.revision },
+      )
+    }
+    return store.getUserByExternalId(companyId, externalId).then((user) => {
+      if (user !== undefined) states.rememberUserId(companyId, externalId, user.id)
+      return user
+    })
+  }
+
+  async function createUser(companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState> {
+    const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
+    if (created !== undefined) {
+      states.rememberUserId(companyId, externalId, created.id)
+      return created
     }
     const user = await store.getUserByExternalId(companyId, externalId)
-    if (user !== undefined) states.rememberUserId(companyId, externalId, user.id)
+    if (user === undefined) throw errors.defaultAgentRequired()
+    states.rememberUserId(companyId, externalId, user.id)
+    return usable(user, agent)
+  }
+
+  /** An inactive user gets no token; an explicit agent ties the user to it. */
+  function usable(user: UserState, agent: AgentState | undefined): MaybePromise<UserState> {
+    if (!user.active) throw errors.customerUserInactive()
+    if (agent !== undefined && user.agentId !== agent.id) {
+      return changes.setUserAgent(user.id, agent.id).then((retied) => {
+        if (retied === undefined) throw errors.customerUserInactive()
+        return retied
+      })
+    }
     return user
   }
 
   return {
     lifetime: (expiresIn) => tokenLifetime(expiresIn, maxLifetimeSeconds),
 
-    async agentOfCompany(companyId, agentId) {
+    agentOfCompany(companyId, agentId) {
       const id = canonicalUuid(agentId)
-      const agent = id === undefined ? undefined : await states.agent(id)
-      if (agent === undefined || agent.companyId !== companyId) throw errors.agentNotFound()
-      return agent
+      return andThen(id === undefined ? undefined : states.agent(id), (agent) => {
+        if (agent === undefined || agent.companyId !== companyId) throw errors.agentNotFound()
+        return agent
+      })
     },
 
-    async findOrCreateUser(companyId, externalId, agent) {
-      let user = await existingUser(companyId, externalId)
-      if (user === undefined) {
-        const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
-        if (created !== undefined) {
-          states.rememberUserId(companyId, externalId, created.id)
-          return created
-        }
-        user = await store.getUserByExternalId(companyId, externalId)
-        if (user === undefined) throw errors.defaultAgentRequired()
-        states.rememberUserId(companyId, externalId, user.id)
-      }
-      if (!user.active) throw errors.customerUserInactive()
-      if (agent !== undefined && user.agentId !== agent.id) {
-        const retied = await changes.setUserAgent(user.id, agent.id)
-        if (retied === undefined) throw errors.customerUserInactive()
-        return retied
-      }
-      return user
-    },
+    findOrCreateUser: (companyId, externalId, agent) =>
+      andThen(existingUser(companyId, externalId), (user) => (user === undefined ? createUser(companyId, externalId, agent) : usable(user, agent))),
 
-    async sign(user, agent, lifetimeSeconds) {
-      // Read now, after every step before it: a revoke-tokens that answered is already in it.
-      const company = await states.company(user.companyId)
+    // Reads the company now, after every step before it: a revoke-tokens that answered is already in it.
+    sign: (user, agent, lifetimeSeconds) => andThen(states.company(user.companyId), (company) => {
       const iat = Math.floor(Date.now() / 1000)
       const exp = iat + lifetimeSeconds
       const { issuer, audience } = jwt
@@ -115,7 +127,7 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
         ...(audience !== undefined ? { aud: audience } : {}),
       })
       return { token, exp }
-    },
+    }),
   }
 }
 

@@ -56,6 +56,15 @@ const MIN_SHARE_BYTES = 65_536
 type ApiKeyRevision = ApiKeyState & Revisioned
 export type MaybePromise<T> = T | Promise<T>
 
+/**
+ * `next(value)`, at once when the value is there (a cache hit), after it when it is a
+ * promise: a path that finds everything cached makes no promise and takes no turn of the
+ * microtask queue. A throw from `next` on the synchronous path is a synchronous throw.
+ */
+export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
+  return value instanceof Promise ? value.then(next) : next(value)
+}
+
 export function createStates(store: StateReads, bus: InvalidationBus, cacheSize: number, options: StatesOptions = {}): States {
   const maxBytes = options.maxBytes
   // a small budget still leaves the few agents, companies and keys room for a few hundred entries

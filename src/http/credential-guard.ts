@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { AuthenticateApiKey } from '../auth/credentials.js'
 import { bearerToken } from '../auth/verify.js'
 import type { ApiKeyState } from '../domain.js'
+import { andThen, type MaybePromise } from '../cache/states.js'
 import { ApiError, errors } from '../errors.js'
 import type { FailureLimits } from './failure-limits.js'
 
@@ -12,8 +13,11 @@ import type { FailureLimits } from './failure-limits.js'
  * from a wrong one — until the window ends. Successful calls are never counted.
  */
 export interface CredentialGuard {
-  /** the API key a (keyId, secret) pair names, or the SPEC's 401 / 429 */
-  apiKey(request: FastifyRequest, keyId: string, keySecret: string): Promise<ApiKeyState>
+  /**
+   * the API key a (keyId, secret) pair names, or the SPEC's 401 / 429 (a rejected promise);
+   * a value when nothing needed waiting for (a cached key, no failure limit to consult)
+   */
+  apiKey(request: FastifyRequest, keyId: string, keySecret: string): MaybePromise<ApiKeyState>
   /** resolves when the request carries the admin token; else the SPEC's 401 / 429 */
   admin(request: FastifyRequest): Promise<void>
 }
@@ -40,20 +44,28 @@ export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, f
     if (waitMs > 0) throw errors.rateLimited(Math.ceil(waitMs / 1000))
   }
 
+  /** admit() without a promise when the limits answer at once and nothing is blocked */
+  function admitKey(request: FastifyRequest, keyId: string): MaybePromise<void> {
+    const waitMs = failures === undefined ? 0 : failures.blockedFor(request, keyId)
+    if (waitMs instanceof Promise) return admit(request, keyId)
+    if (waitMs > 0) return Promise.reject(errors.rateLimited(Math.ceil(waitMs / 1000)))
+  }
+
   async function failed(request: FastifyRequest, keyId?: string): Promise<void> {
     await failures?.recordFailure(request, keyId)
   }
 
   return {
-    async apiKey(request, keyId, keySecret) {
+    apiKey(request, keyId, keySecret) {
       presentedKeyIds.set(request, keyId.slice(0, 128))
-      await admit(request, keyId)
-      try {
-        return await authenticateApiKey(keyId, keySecret)
-      } catch (error) {
+      const refused = async (error: unknown): Promise<never> => {
         if (error instanceof ApiError && error.statusCode === 401) await failed(request, keyId)
         throw error
       }
+      return andThen(admitKey(request, keyId), () => {
+        const key = authenticateApiKey(keyId, keySecret)
+        return key instanceof Promise ? key.catch(refused) : key
+      })
     },
     async admin(request) {
       await admit(request)

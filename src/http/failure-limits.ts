@@ -2,6 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { createFailureCountsRedis } from '../bus/connection/failure-counts-redis.js'
 import type { RedisConnection } from '../config.js'
+import type { MaybePromise } from '../cache/states.js'
 
 /**
  * SPEC §7.3: failed credentials counted per client address and per keyId in one-minute
@@ -13,7 +14,8 @@ import type { RedisConnection } from '../config.js'
  */
 export interface FailureLimits {
   /** ms until the request's address (or the keyId) may try again; 0 when it may now */
-  blockedFor(request: FastifyRequest, keyId: string | undefined): Promise<number>
+  /** a number at once while nothing can be blocked (no failure within a window, this node's counts) */
+  blockedFor(request: FastifyRequest, keyId: string | undefined): MaybePromise<number>
   /** counts one failure against the request's address and the keyId */
   recordFailure(request: FastifyRequest, keyId: string | undefined): Promise<void>
 }
@@ -68,10 +70,11 @@ export async function registerFailureLimits(fastify: FastifyInstance, { limit, r
   // that saw no failure lately skips them. Redis counts other nodes' failures: always peeked.
   let localCountsLiveUntil = 0
   return {
-    async blockedFor(request, keyId) {
+    blockedFor(request, keyId) {
       if (redis === undefined && Date.now() >= localCountsLiveUntil) return 0
-      const states = await Promise.all(limiters(request, keyId).map((check) => check(request, { increment: false })))
-      return Math.max(0, ...states.map((state) => (!state.isAllowed && state.isExceeded ? Math.max(1, state.ttl) : 0)))
+      return Promise.all(limiters(request, keyId).map((check) => check(request, { increment: false }))).then((states) =>
+        Math.max(0, ...states.map((state) => (!state.isAllowed && state.isExceeded ? Math.max(1, state.ttl) : 0))),
+      )
     },
     async recordFailure(request, keyId) {
       localCountsLiveUntil = Date.now() + FAILURE_WINDOW_MS

@@ -2,6 +2,8 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CredentialGuard } from '../http/credential-guard.js'
 import type { TokenIssuer } from '../auth/issue-token.js'
+import { andThen } from '../cache/states.js'
+import type { AgentState, ApiKeyState, UserState } from '../domain.js'
 import { AgentSummary, errorResponses, Text, UserBody } from '../http/schemas.js'
 
 const TokenRequest = Type.Object({
@@ -30,20 +32,25 @@ export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (f
   fastify.post(
     '/rest/v1/auth/token',
     { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 429, 503) } } },
-    async (request) => {
+    // The steps in order, each going on at once when the caches answered it (a token for a
+    // cached user is answered without a promise), after its promise otherwise.
+    (request) => {
       const { keyId, keySecret, userId, agentId, expiresIn } = request.body
-      const key = await credentials.apiKey(request, keyId, keySecret)
-      const lifetime = tokens.lifetime(expiresIn)
-      const requestedAgent = agentId === undefined ? undefined : await tokens.agentOfCompany(key.companyId, agentId)
-      const user = await tokens.findOrCreateUser(key.companyId, userId, requestedAgent)
-      const agent = requestedAgent ?? (await tokens.agentOfCompany(key.companyId, user.agentId))
-      const { token, exp } = await tokens.sign(user, agent, lifetime)
-      return {
-        token,
-        user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },
-        agent: { id: agent.id, name: agent.name, active: agent.active },
-        expiresAt: new Date(exp * 1000).toISOString(),
-      }
+      return andThen(credentials.apiKey(request, keyId, keySecret), (key: ApiKeyState) => {
+        const lifetime = tokens.lifetime(expiresIn)
+        const forUser = (requestedAgent: AgentState | undefined) =>
+          andThen(tokens.findOrCreateUser(key.companyId, userId, requestedAgent), (user: UserState) =>
+            andThen(requestedAgent ?? tokens.agentOfCompany(key.companyId, user.agentId), (agent: AgentState) =>
+              andThen(tokens.sign(user, agent, lifetime), ({ token, exp }) => ({
+                token,
+                user: { id: user.id, externalId: user.externalId, companyId: user.companyId, agentId: agent.id },
+                agent: { id: agent.id, name: agent.name, active: agent.active },
+                expiresAt: new Date(exp * 1000).toISOString(),
+              })),
+            ),
+          )
+        return agentId === undefined ? forUser(undefined) : andThen(tokens.agentOfCompany(key.companyId, agentId), forUser)
+      })
     },
   )
 }
