@@ -5,15 +5,12 @@
  *
  *   node dist/bench/gc-count.js [--requests 100000] [--hot 1000] [--node-flags "--max-semi-space-size=32"]
  */
-import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { createPostgresDb } from '../src/store/db.js'
-import { layoutFor, prepareSql, sqlDataset } from './lib/data.js'
+import { scratchDataset } from './lib/scratch.js'
 import { runLoad, type Workload } from './lib/load.js'
 import { DIST, freePort } from './lib/procs.js'
 import * as S from './lib/scenarios.js'
 import { spawnNode, waitUntilServing } from '../test/support/processes.js'
-import { createScratchDatabase } from '../test/support/databases.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -46,17 +43,10 @@ async function count(target: string, script: string, scriptArgs: string[], env: 
   }
 }
 
-const scratch = await createScratchDatabase(args['pg-url']!, 'bench')
+const { ds, nodeEnv, drop } = await scratchDataset(args['pg-url']!, hot)
 try {
-  const layout = layoutFor(4000 + hot, hot, 2000, 2000)
-  const db = createPostgresDb(scratch.url)
-  const prepared = await prepareSql(db, layout)
-  await db.close()
-  const jwtSecret = randomBytes(48).toString('base64url')
-  const ds = sqlDataset(prepared, layout, jwtSecret)
   await count('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', () => S.verifyHot(ds))
-  const env = { DATABASE_URL: scratch.url, JWT_SECRET: jwtSecret, ADMIN_TOKEN: 'adm_' + randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn', SEED_DEMO: 'false' }
-  await count('node', DIST + 'bench/node-host.js', [], env, '/readyz', () => S.verifyHot(ds))
+  await count('node', DIST + 'bench/node-host.js', [], nodeEnv, '/readyz', () => S.verifyHot(ds))
 } finally {
-  await scratch.drop()
+  await drop()
 }

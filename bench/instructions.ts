@@ -15,20 +15,17 @@
  * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
  */
 import { execFileSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { performance } from 'node:perf_hooks'
-import { createPostgresDb } from '../src/store/db.js'
-import { layoutFor, prepareSql, sqlDataset } from './lib/data.js'
-import { runLoad, type Workload } from './lib/load.js'
 import type { Dataset } from './lib/data.js'
+import { runLoad, type Workload } from './lib/load.js'
 import { DIST, freePort } from './lib/procs.js'
 import * as S from './lib/scenarios.js'
+import { scratchDataset } from './lib/scratch.js'
 import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
-import { createScratchDatabase } from '../test/support/databases.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -146,26 +143,17 @@ function readDumps(dir: string, target: string): number | undefined {
 }
 
 const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
-const scratch = await createScratchDatabase(args['pg-url']!, 'bench')
+const { ds, nodeEnv, drop } = await scratchDataset(args['pg-url']!, hot)
 const results: Counted[] = []
 try {
-  const layout = layoutFor(4000 + hot, hot, 2000, 2000)
-  const db = createPostgresDb(scratch.url)
-  const prepared = await prepareSql(db, layout)
-  await db.close()
-  const jwtSecret = randomBytes(48).toString('base64url')
-  const ds = sqlDataset(prepared, layout, jwtSecret)
   // mixed keeps one model of every user's version across the loads; bare Fastify gets verify-hot's requests (its answers are not judged)
   const shared = scenario === 'mixed' ? SCENARIOS.mixed!.workload(ds) : undefined
   const workload = () => shared ?? SCENARIOS[scenario]!.workload(ds)
   const bareWorkload = () => (shared ? S.verifyHot(ds) : workload())
   if (args.only !== 'node') results.push(await underCallgrind('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', dumps, bareWorkload))
-  if (args.only !== 'bare') {
-    const env = { DATABASE_URL: scratch.url, JWT_SECRET: jwtSecret, ADMIN_TOKEN: 'adm_' + randomBytes(24).toString('base64url'), LOG_LEVEL: 'warn', SEED_DEMO: 'false' }
-    results.push(await underCallgrind('node', DIST + 'bench/node-host.js', [], env, '/readyz', dumps, workload))
-  }
+  if (args.only !== 'bare') results.push(await underCallgrind('node', DIST + 'bench/node-host.js', [], nodeEnv, '/readyz', dumps, workload))
 } finally {
-  await scratch.drop()
+  await drop()
   if (args['keep-dumps'] === undefined) rmSync(dumps, { recursive: true, force: true })
 }
 for (const r of results) {
