@@ -38,33 +38,31 @@ export function presentedKeyId(request: FastifyRequest): string | undefined {
 }
 
 export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, failures }: CredentialGuardOptions): CredentialGuard {
-  async function admit(request: FastifyRequest, keyId?: string): Promise<void> {
+  /**
+   * Resolves (or, when the limits answer at once and nothing is blocked, returns) when the
+   * request may present credentials; rejects with the SPEC's 429 otherwise.
+   */
+  function admit(request: FastifyRequest, keyId?: string): MaybePromise<void> {
     if (failures === undefined) return
-    const waitMs = await failures.blockedFor(request, keyId)
-    if (waitMs > 0) throw errors.rateLimited(Math.ceil(waitMs / 1000))
-  }
-
-  /** admit() without a promise when the limits answer at once and nothing is blocked */
-  function admitKey(request: FastifyRequest, keyId: string): MaybePromise<void> {
-    const waitMs = failures === undefined ? 0 : failures.blockedFor(request, keyId)
-    if (waitMs instanceof Promise) return admit(request, keyId)
-    if (waitMs > 0) return Promise.reject(errors.rateLimited(Math.ceil(waitMs / 1000)))
+    return andThen(failures.blockedFor(request, keyId), (waitMs) => (waitMs > 0 ? Promise.reject(errors.rateLimited(Math.ceil(waitMs / 1000))) : undefined))
   }
 
   async function failed(request: FastifyRequest, keyId?: string): Promise<void> {
     await failures?.recordFailure(request, keyId)
   }
 
+  /** A refused key counts as a failure (SPEC §7.3) before its 401 is passed on. */
+  async function refusedKey(request: FastifyRequest, keyId: string, error: unknown): Promise<never> {
+    if (error instanceof ApiError && error.statusCode === 401) await failed(request, keyId)
+    throw error
+  }
+
   return {
     apiKey(request, keyId, keySecret) {
       presentedKeyIds.set(request, keyId.slice(0, 128))
-      const refused = async (error: unknown): Promise<never> => {
-        if (error instanceof ApiError && error.statusCode === 401) await failed(request, keyId)
-        throw error
-      }
-      return andThen(admitKey(request, keyId), () => {
+      return andThen(admit(request, keyId), () => {
         const key = authenticateApiKey(keyId, keySecret)
-        return key instanceof Promise ? key.catch(refused) : key
+        return key instanceof Promise ? key.catch((error: unknown) => refusedKey(request, keyId, error)) : key
       })
     },
     async admin(request) {
