@@ -8,9 +8,10 @@ import type { OnClose } from './lifecycle.js'
 
 /**
  * The webhook sender (SPEC §9.3, webhooks/): opened once the bus is, so that every change
- * this node learns of — its own writes and, over Redis, every other node's — wakes it at
- * once; its own poll finds the rest (events of writes that publish nothing, retries falling
- * due). Closed before the store: attempts in flight are cut short and their leases given back.
+ * this node learns of — its own writes and, over Redis, every other node's — wakes it (at
+ * once, or with the others of the same 50 ms: webhooks/worker.ts); its own poll finds the
+ * rest (events of writes that publish nothing, retries falling due). Closed before the
+ * store: attempts in flight are cut short and their leases given back.
  */
 export function openWebhooks(onClose: OnClose, config: Config, parts: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger }): WebhookWorker {
   const attempts = parts.metrics.counter('chat_auth_webhook_attempts_total', 'Webhook delivery attempts made by this node, by outcome', ['outcome'])

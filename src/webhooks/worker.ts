@@ -14,6 +14,13 @@ export interface WebhookWorkerOptions {
   retryBaseMs: number
   /** how often the queue is read without a nudge: other nodes' events, retries falling due */
   pollMs?: number
+  /**
+   * Nudges closer together than this share one read of the queue (default 50 ms): the first
+   * reads it at once, the others once at the end of the interval. Every change a node learns
+   * of nudges it, with or without a webhook anywhere; at a few hundred changes a second, one
+   * read each was a query per change per node (bench/RESULTS.md).
+   */
+  nudgeIntervalMs?: number
   /** endpoints sent to at once by this node (default 32): an endpoint that hangs holds one for 5 s per attempt */
   concurrency?: number
   /** per attempt (5 s: SPEC §9.3); tests only */
@@ -23,7 +30,7 @@ export interface WebhookWorkerOptions {
 }
 
 export interface WebhookWorker {
-  /** A write may have queued deliveries: read the queue soon. Cheap; coalesced. */
+  /** A write may have queued deliveries: read the queue soon (at once, or at most nudgeIntervalMs from now). Cheap; coalesced. */
   nudge(): void
   /** Stops taking work, cuts attempts in flight short (they are made again), gives the leases back. */
   stop(): Promise<void>
@@ -47,10 +54,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS
   const leaseMs = timeoutMs * 2
   const concurrency = options.concurrency ?? 32
+  const nudgeIntervalMs = options.nudgeIntervalMs ?? 50
   const stopping = new AbortController()
   const active = new Set<Promise<void>>()
   let claiming: Promise<void> | undefined
   let again = false
+  let lastNudgedClaim = -Infinity
+  let trailingNudge: NodeJS.Timeout | undefined
   // A store that cannot answer fails every turn, an endpoint that is down every attempt: one line per 5 s of each.
   const throttled = throttledLog(log, Date.now)
   const failed = (what: string, error: unknown) => throttled(`${what} failed; the next turn retries`, { err: error instanceof Error ? error.message : String(error) })
@@ -101,7 +111,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         const task: Promise<void> = sendTo(endpoint).finally(() => {
           active.delete(task)
           // Room again: more may be due (a full turn, or endpoints skipped for lack of room).
-          nudge()
+          claimNow()
         })
         active.add(task)
       }
@@ -109,7 +119,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     } while (again)
   }
 
-  function nudge(): void {
+  /** Reads the queue now, or once more after the read in flight. */
+  function claimNow(): void {
     if (stopping.signal.aborted) return
     if (claiming !== undefined) {
       again = true
@@ -120,6 +131,24 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     })
   }
 
+  /** A nudge from outside: at once when none came for nudgeIntervalMs, else at the end of that interval (one for all of them). */
+  function nudge(): void {
+    if (stopping.signal.aborted || trailingNudge !== undefined) return
+    const now = performance.now()
+    const wait = lastNudgedClaim + nudgeIntervalMs - now
+    if (wait > 0) {
+      trailingNudge = setTimeout(() => {
+        trailingNudge = undefined
+        lastNudgedClaim = performance.now()
+        claimNow()
+      }, wait)
+      trailingNudge.unref()
+      return
+    }
+    lastNudgedClaim = now
+    claimNow()
+  }
+
   const poll = setInterval(nudge, options.pollMs ?? 1000)
   poll.unref()
   nudge()
@@ -128,6 +157,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     nudge,
     async stop() {
       clearInterval(poll)
+      clearTimeout(trailingNudge)
       stopping.abort()
       await claiming
       await Promise.all([...active])

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { createStore } from '../../src/store/store.js'
-import { migrate } from '../../src/store/migrate.js'
-import { sharedDb } from '../support/helpers.js'
+import { storeWithUser } from '../support/helpers.js'
 import { sleep } from '../support/poll.js'
 
 /**
@@ -12,12 +11,7 @@ import { sleep } from '../support/poll.js'
  * sender that lost its lease learns it when it records its attempt.
  */
 t.test('enqueued with the event, in its transaction: a rollback leaves none; types filter', async (t) => {
-  const db = await sharedDb(t)
-  await migrate(db)
-  const store = createStore(db)
-  const company = await store.createCompany('Acme')
-  await store.createAgent(company.id, 'bot', true)
-  const user = (await store.createUserIfAbsent(company.id, 'alice', null))!
+  const { db, store, company, user } = await storeWithUser(t)
   const all = (await store.createWebhook({ id: randomUUID(), companyId: company.id, url: 'http://127.0.0.1:9/', types: null, secret: 'whsec_x' }))!
   const some = (await store.createWebhook({ id: randomUUID(), companyId: company.id, url: 'http://127.0.0.1:9/', types: ['user.deactivated'], secret: 'whsec_y' }))!
   t.equal(await store.createWebhook({ id: randomUUID(), companyId: randomUUID(), url: 'http://x/', types: null, secret: 'whsec_z' }), undefined, 'no such company')
@@ -48,12 +42,7 @@ t.test('enqueued with the event, in its transaction: a rollback leaves none; typ
 })
 
 t.test('leases: one claimer per endpoint until it lapses or is given back; a lost lease is reported', async (t) => {
-  const db = await sharedDb(t)
-  await migrate(db)
-  const store = createStore(db)
-  const company = await store.createCompany('Acme')
-  await store.createAgent(company.id, 'bot', true)
-  const user = (await store.createUserIfAbsent(company.id, 'bob', null))!
+  const { db, store, company, user } = await storeWithUser(t, 'bob')
   const hook = (await store.createWebhook({ id: randomUUID(), companyId: company.id, url: 'http://127.0.0.1:9/', types: null, secret: 'whsec_x' }))!
   const mine = (endpoints: Array<{ id: string }>) => endpoints.filter((e) => e.id === hook.id)
   t.strictSame(mine(await store.claimEndpoints('a', 60_000, 100)), [], 'nothing due, nothing claimed')

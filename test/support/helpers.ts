@@ -8,6 +8,8 @@ import { createLogger } from '../../src/logger.js'
 import type { Gateway, GatewayOptions } from '../../src/gateway.js'
 import { createKeyring } from '../../src/jwt/keyring.js'
 import { createPostgresDb, type Db } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrate.js'
+import { createStore } from '../../src/store/store.js'
 import { ADMIN_TOKEN, JWT_SECRET, STORE, TEST_CACHE_SIZE } from './constants.js'
 import { freshPostgresDatabase, type Teardown } from './databases.js'
 import { emptyPglite } from './pglite-template.js'
@@ -45,6 +47,17 @@ async function freshDb(t: Teardown): Promise<{ db: Db; env: Record<string, strin
 /** One store that several nodes of a test share. */
 export async function sharedDb(t: Teardown): Promise<Db> {
   return (await freshDb(t)).db
+}
+
+/** A migrated store on a database of its own, with a company, its agent and one user. */
+export async function storeWithUser(t: Teardown, externalId = 'alice') {
+  const db = await sharedDb(t)
+  await migrate(db)
+  const store = createStore(db)
+  const company = await store.createCompany('Acme')
+  await store.createAgent(company.id, 'bot', true)
+  const user = (await store.createUserIfAbsent(company.id, externalId, null))!
+  return { db, store, company, user }
 }
 
 export interface TestApp {
