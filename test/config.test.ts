@@ -151,6 +151,7 @@ t.test('limits: defaults and accepted values', async (t) => {
     requestTimeoutMs: 10_000,
     headersTimeoutMs: 10_000,
     keepAliveTimeoutMs: 72_000,
+    batchWrites: true,
     maxHeaderSize: 65_536,
     maxConnections: 10_000,
     maxRequestsPerSocket: 0,
@@ -162,6 +163,8 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.equal(set.requestTimeoutMs, 3000)
   t.equal(set.headersTimeoutMs, 3000, 'headers follow a shorter request timeout')
   t.equal(set.keepAliveTimeoutMs, 5000)
+  t.equal(loadConfig({ HTTP_WRITE_BATCHING: 'false' }).limits.batchWrites, false)
+  t.throws(() => loadConfig({ HTTP_WRITE_BATCHING: 'sometimes' }), /HTTP_WRITE_BATCHING/, 'HTTP_WRITE_BATCHING takes true or false')
   t.same(set.trustProxy, ['10.0.0.0/8', '::1', 'loopback'])
   t.equal(loadConfig({ MAX_HEADER_SIZE: '1048576' }).limits.maxHeaderSize, 1024 * 1024)
   for (const refused of ['16383', '1048577', '64k']) t.throws(() => loadConfig({ MAX_HEADER_SIZE: refused }), /MAX_HEADER_SIZE/, `MAX_HEADER_SIZE=${refused} is refused`)

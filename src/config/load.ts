@@ -57,6 +57,7 @@ function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig 
     requestTimeoutMs: requestTimeout * 1000,
     headersTimeoutMs: headersTimeout * 1000,
     keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT * 1000,
+    batchWrites: values.HTTP_WRITE_BATCHING,
     maxHeaderSize: values.MAX_HEADER_SIZE,
     maxConnections: values.MAX_CONNECTIONS,
     maxRequestsPerSocket: values.MAX_REQUESTS_PER_SOCKET,

@@ -83,6 +83,8 @@ export interface LimitsConfig {
   headersTimeoutMs: number
   /** how long an idle keep-alive connection stays open between requests */
   keepAliveTimeoutMs: number
+  /** the answers of one event-loop turn written together at its end (http/write-batching.ts) */
+  batchWrites: boolean
   /** the request line and headers Node's parser reads; beyond it the request is refused */
   maxHeaderSize: number
   /** open connections per node; more are closed on arrival (0: unlimited) */

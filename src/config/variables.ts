@@ -60,6 +60,7 @@ export const VARIABLES = {
   REQUEST_TIMEOUT: integer(1, 3600, { default: '10', help: 'seconds a client may take to send one whole request' }),
   HEADERS_TIMEOUT: integer(1, 3600, { default: '10', help: 'seconds a client may take to send the headers (at most REQUEST_TIMEOUT)' }),
   KEEP_ALIVE_TIMEOUT: integer(1, 3600, { default: '72', help: 'seconds an idle keep-alive connection stays open' }),
+  HTTP_WRITE_BATCHING: boolean({ default: 'true', help: "write the answers of one event-loop turn together, at its end (one wake-up of a caller on the same host instead of one per answer); false: each as it is ready" }),
   MAX_CONNECTIONS: integer(0, 10_000_000, { default: '10000', help: 'open connections per node (0: no cap)' }),
   MAX_EVENT_STREAMS: integer(0, 1_000_000, { default: '1000', help: 'open event streams (GET /rest/v1/auth/events) per node; past it: 503' }),
   MAX_REQUESTS_PER_SOCKET: integer(0, 10_000_000, { default: '0', help: 'requests on one connection before it is closed (0: no limit)' }),

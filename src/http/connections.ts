@@ -2,6 +2,7 @@ import { METHODS, ServerResponse, type IncomingMessage, type Server } from 'node
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { LimitsConfig } from '../config.js'
+import { batchWrites } from './write-batching.js'
 
 /**
  * SPEC §7.3: a client that sends slowly holds a connection for at most REQUEST_TIMEOUT, and
@@ -27,7 +28,8 @@ export function connectionOptions(limits: LimitsConfig): Partial<FastifyServerOp
 }
 
 /**
- * What the Node server needs beyond Fastify's options: the connection cap, every method
+ * What the Node server needs beyond Fastify's options: the connection cap, the answers of one
+ * turn written together (write-batching.ts), every method
  * Node's parser accepts routed to Fastify, and `Expect` headers other than 100-continue
  * handled by the routes instead of Node's own 417 (a proxy turns a 417 from the verify
  * endpoint into a 500).
@@ -35,6 +37,7 @@ export function connectionOptions(limits: LimitsConfig): Partial<FastifyServerOp
 export function hardenServer(fastify: FastifyInstance, limits: LimitsConfig): void {
   const server = fastify.server as Server
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections
+  if (limits.batchWrites) batchWrites(server)
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => fastify.routing(request, response))
   // Node hands CONNECT to this event and, without a listener, drops the connection: answer it
   // like any other request (this service tunnels nothing), then close.

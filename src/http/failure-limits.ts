@@ -13,8 +13,10 @@ import type { MaybePromise } from '../cache/states.js'
  * serves one node.
  */
 export interface FailureLimits {
-  /** ms until the request's address (or the keyId) may try again; 0 when it may now */
-  /** a number at once while nothing can be blocked (no failure within a window, this node's counts) */
+  /**
+   * ms until the request's address (or the keyId) may try again; 0 when it may now. A number
+   * at once while nothing can be blocked (no failure within a window, this node's counts).
+   */
   blockedFor(request: FastifyRequest, keyId: string | undefined): MaybePromise<number>
   /** counts one failure against the request's address and the keyId */
   recordFailure(request: FastifyRequest, keyId: string | undefined): Promise<void>
