@@ -134,18 +134,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /** A nudge from outside: at once when none came for nudgeIntervalMs, else at the end of that interval (one for all of them). */
   function nudge(): void {
     if (stopping.signal.aborted || trailingNudge !== undefined) return
-    const now = performance.now()
-    const wait = lastNudgedClaim + nudgeIntervalMs - now
-    if (wait > 0) {
-      trailingNudge = setTimeout(() => {
-        trailingNudge = undefined
-        lastNudgedClaim = performance.now()
-        claimNow()
-      }, wait)
-      trailingNudge.unref()
-      return
-    }
-    lastNudgedClaim = now
+    const wait = lastNudgedClaim + nudgeIntervalMs - performance.now()
+    if (wait <= 0) return claimNudged()
+    trailingNudge = setTimeout(() => {
+      trailingNudge = undefined
+      claimNudged()
+    }, wait)
+    trailingNudge.unref()
+  }
+
+  function claimNudged(): void {
+    lastNudgedClaim = performance.now()
     claimNow()
   }
 

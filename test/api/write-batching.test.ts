@@ -20,11 +20,17 @@ async function listening(t: Test, env: Record<string, string> = {}): Promise<{ n
   return { node, port: (node.app.server.address() as AddressInfo).port }
 }
 
+interface SeenAnswer {
+  ended: boolean
+  pendingInTurn: number
+  pendingAfter?: number
+}
+
 /** After Fastify's own listener: what the socket holds at the end of the handler's turn, and at the end of the turn after. */
-function watchAnswers(node: TestApp): Array<{ ended: boolean; pendingInTurn: number; pendingAfter?: number }> {
-  const seen: Array<{ ended: boolean; pendingInTurn: number; pendingAfter?: number }> = []
+function watchAnswers(node: TestApp): SeenAnswer[] {
+  const seen: SeenAnswer[] = []
   node.app.server.on('request', (_request: IncomingMessage, response: ServerResponse) => {
-    const entry: { ended: boolean; pendingInTurn: number; pendingAfter?: number } = { ended: response.writableEnded, pendingInTurn: response.socket!.writableLength }
+    const entry: SeenAnswer = { ended: response.writableEnded, pendingInTurn: response.socket!.writableLength }
     seen.push(entry)
     setImmediate(() => setImmediate(() => (entry.pendingAfter = response.socket?.writableLength ?? 0)))
   })
