@@ -362,6 +362,13 @@ async function main(): Promise<void> {
     proxyRig = await startProxyRig(main.url, args['proxy-readme'])
     cleanups.push(() => proxyRig!.stop())
   }
+  // the node knows the mixed users as it knows anyone who had a token (S.issueMixedOnce)
+  const primeMixed = async (target: string) => {
+    const primed = await runLoad(S.issueMixedOnce(ds), { label: 'mixed users: one token each', urls: [target], connections: opts.connections, durationS: 3600, amount: layout.mixed, progress: process.stderr })
+    const refused = primed.responses - (primed.statuses['200'] ?? 0)
+    if (refused > 0 || primed.errors > 0) throw new Error(`a token for a mixed user was refused (${JSON.stringify(primed.statuses)}, ${primed.errors} errors)`)
+  }
+  if (want('mixed')) for (const target of urls) await primeMixed(target)
   let mixedWorkload: ReturnType<typeof S.mixed> | undefined
   let latencyRate: number | undefined
   const mixedStats: S.MixedStats[] = []
@@ -490,6 +497,7 @@ async function main(): Promise<void> {
           nodes = []
         }
         if (nodes.length) {
+          for (const node of nodes) await primeMixed(node.url)
           const counts = [...new Set([1, Math.min(2, opts.cluster), opts.cluster])]
           for (const n of counts) cluster.push({ nodes: n, results: [], stats: [] })
           for (let round = 1; round <= opts.rounds; round++) {
