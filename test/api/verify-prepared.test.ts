@@ -1,12 +1,12 @@
 /**
  * The verify route serialises an allowed answer once per token and reuses the bytes
- * (src/routes/verify.ts, preparedAnswer). Every check still runs per request, and the bytes
+ * (src/routes/verify.ts, preparedAnswer); refusals go through Fastify's send beside them. Every check still runs per request, and the bytes
  * are reused only while the identity they were made from is the same: the same token
  * verified again after a change answers the new identity, or the refusal, at once.
  */
 import t, { type Test } from 'tap'
 import { createTenant, invalidate, issueToken, startApp, verify, type TestApp } from '../support/helpers.js'
-import { AGENT_INACTIVE, TOKEN_REVOKED as REVOKED } from '../support/spec-bodies.js'
+import { AGENT_INACTIVE, INVALID_TOKEN, MISSING_BEARER_TOKEN, TOKEN_REVOKED as REVOKED } from '../support/spec-bodies.js'
 
 async function allowed(t: Test, node: TestApp, token: string, label: string) {
   const response = await verify(node, token)
@@ -67,6 +67,45 @@ t.test('two users behind tokens verified in turn: each answer is its own', async
     t.equal(ra.headers['x-auth-external-id'], 'prepared-a')
     t.equal(rb.json().user.externalId, 'prepared-b')
     t.equal(rb.headers['x-auth-user-id'], b.user.id)
+  }
+})
+
+t.test('refusals of different causes in turn: each its own body, with the headers of a 401, on every method', async (t) => {
+  const node = await startApp(t)
+  const acme = await createTenant(node)
+  const revokedToken = (await issueToken(node, acme, 'prepared-refused')).token
+  t.equal((await invalidate(node, acme, (await issueToken(node, acme, 'prepared-refused')).user.id)).statusCode, 200)
+  const current = (await issueToken(node, acme, 'prepared-refused')).token
+  const cases = [
+    { label: 'revoked', token: revokedToken, body: REVOKED },
+    { label: 'no token', token: undefined, body: MISSING_BEARER_TOKEN },
+    { label: 'forged', token: revokedToken.slice(0, -4) + 'AAAA', body: INVALID_TOKEN },
+  ]
+  const seen = new Map<string, string>()
+  for (let round = 0; round < 2; round++) {
+    for (const { label, token, body } of cases) {
+      for (const method of ['GET', 'POST', 'HEAD'] as const) {
+        const response = await verify(node, token, { method })
+        const what = `${label}, ${method}, round ${round}`
+        t.equal(response.statusCode, 401, `${what}: 401`)
+        t.equal(response.headers['www-authenticate'], 'Bearer error="invalid_token"', `${what}: the challenge`)
+        t.equal(response.headers['cache-control'], 'no-store', `${what}: cache-control`)
+        if (method === 'HEAD') {
+          t.equal(response.body, '', `${what}: no body`)
+          t.equal(response.headers['content-length'], undefined, `${what}: no length`)
+          continue
+        }
+        t.same(response.json(), body, `${what}: its own body`)
+        t.equal(response.headers['content-type'], 'application/json; charset=utf-8', `${what}: content-type`)
+        t.equal(Number(response.headers['content-length']), Buffer.byteLength(response.body), `${what}: content-length`)
+        const before = seen.get(label)
+        if (before !== undefined) t.equal(response.body, before, `${what}: the same bytes as before`)
+        seen.set(label, response.body)
+      }
+    }
+    // an allowed answer between the refusals takes nothing of theirs
+    const ok = await allowed(t, node, current, `allowed, round ${round}`)
+    t.equal(ok.headers['www-authenticate'], undefined, `allowed, round ${round}: no challenge`)
   }
 })
 
