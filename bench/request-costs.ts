@@ -1,0 +1,146 @@
+/**
+ * What one request of each kind costs in CPU: the node's, the load generator's and
+ * PostgreSQL's, per request, for each of the requests `mixed` is made of, measured in turns
+ * against one node (and bare Fastify and a plain UPDATE beside it) so that every kind meets
+ * the same moments of a shared machine. CPU per request moves less with a noisy host than
+ * req/s does; the medians over rounds say what a kind adds to `mixed`.
+ *
+ *   node dist/bench/request-costs.js [--rounds 5] [--duration 3] [--kinds bare,verify-hot,…] [--host OTHER/dist/bench/node-host.js]
+ *
+ * PostgreSQL's share is the CPU of every `postgres` process of this machine: run it with
+ * nothing else using the server.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { scratchDataset } from './lib/scratch.js'
+import { runLoad, type Workload } from './lib/load.js'
+import { cpuSeconds, DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import * as S from './lib/scenarios.js'
+
+const KINDS = {
+  bare: 'bare Fastify, the verify-hot requests',
+  'verify-hot': 'verify, round-robin over the hot set',
+  'verify-revoked': 'verify, every token revoked (401)',
+  'verify-one-in-ten-revoked': "verify, mixed's users: 9 current tokens, then 1 revoked",
+  'issue-existing': 'token for a known user, round-robin over the hot set',
+  invalidate: 'invalidate-token, round-robin over 2,000 users',
+  update: 'a plain single-row UPDATE (the baseline server)',
+  mixed: 'the mixed scenario (95/4/1)',
+} as const
+type Kind = keyof typeof KINDS
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '3' },
+    kinds: { type: 'string', default: Object.keys(KINDS).join(',') },
+    hot: { type: 'string', default: '10000' },
+    host: { type: 'string', default: DIST + 'bench/node-host.js' },
+    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
+  },
+})
+const kinds = args.kinds!.split(',') as Kind[]
+for (const kind of kinds) if (!(kind in KINDS)) throw new Error(`unknown kind ${kind}: one of ${Object.keys(KINDS).join(', ')}`)
+
+/** CPU seconds of every PostgreSQL process of this machine so far (backends come and go with the pools). */
+function postgresCpuSeconds(): number {
+  let ticks = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (!stat.includes('(postgres)')) continue
+      const fields = stat.split(') ')[1]!.split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return ticks / 100
+}
+
+const scratch = await scratchDataset(args['pg-url']!, Number(args.hot))
+const procs: Proc[] = []
+try {
+  const { ds, nodeEnv } = scratch
+  const start = async (name: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath?: string) => {
+    const proc = await startProcess({ name, script, args: scriptArgs, nodeFlags: name === 'node' ? ['--expose-gc'] : [], ipc: name === 'node', env, port: await freePort(), readyPath })
+    procs.push(proc)
+    return proc
+  }
+  const node = await start('node', args.host!, [], nodeEnv, '/readyz')
+  const bare = await start('bare', DIST + 'bench/baselines/server.js', ['bare'], {})
+  const update = kinds.includes('update') ? await start('update', DIST + 'bench/baselines/server.js', ['update'], { DATABASE_URL: nodeEnv.DATABASE_URL! }) : undefined
+
+  // The node knows every user and their external ids, as after the kit's fill and priming.
+  const quiet = { connections: 50, progress: null }
+  await runLoad(S.verifyAllOnce(ds), { ...quiet, label: 'fill', urls: [node.url], durationS: 3600, amount: ds.layout.users })
+  await runLoad(S.issueMixedOnce(ds), { ...quiet, label: 'prime', urls: [node.url], durationS: 3600, amount: ds.layout.mixed })
+  await runLoad(S.issueExisting(ds), { ...quiet, label: 'prime', urls: [node.url], durationS: 3600, amount: ds.layout.hot })
+
+  const oneInTenRevoked = (): Workload => {
+    const bearer = (token: string) => ({ authorization: 'Bearer ' + token })
+    const current = ds.mixed.current.map(bearer)
+    const revoked = ds.mixed.stale.filter((token): token is string => token !== undefined).map(bearer)
+    let n = 0
+    return { next: () => ({ method: 'GET', path: '/rest/v1/auth/verify', headers: ++n % 10 === 0 ? revoked[(n / 10) % revoked.length]! : current[n % current.length]! }) }
+  }
+  const workloads: Record<Kind, () => Workload> = {
+    bare: () => S.verifyHot(ds),
+    'verify-hot': () => S.verifyHot(ds),
+    'verify-revoked': () => S.verifyRevoked(ds),
+    'verify-one-in-ten-revoked': oneInTenRevoked,
+    'issue-existing': () => S.issueExisting(ds),
+    invalidate: () => S.invalidate(ds),
+    update: () => S.invalidate(ds),
+    mixed: () => S.mixed(ds),
+  }
+  const target = (kind: Kind) => (kind === 'bare' ? bare : kind === 'update' ? update! : node)
+
+  const samples = new Map<Kind, Array<{ rps: number; node: number; generator: number; postgres: number }>>()
+  const rounds = Number(args.rounds)
+  const durationS = Number(args.duration)
+  for (let round = 1; round <= rounds; round++) {
+    process.stderr.write(`round ${round}/${rounds}\n`)
+    for (const kind of kinds) {
+      const proc = target(kind)
+      const workload = workloads[kind]()
+      await runLoad(workload, { ...quiet, label: kind, urls: [proc.url], durationS: 1 })
+      workload.reset?.()
+      const generatorBefore = process.cpuUsage()
+      const serverBefore = cpuSeconds(proc.pid)!
+      const postgresBefore = postgresCpuSeconds()
+      const result = await runLoad(workload, { ...quiet, label: kind, urls: [proc.url], durationS })
+      const generator = process.cpuUsage(generatorBefore)
+      const perRequest = (seconds: number) => (1e6 * seconds) / result.responses
+      const sample = {
+        rps: result.rps,
+        node: perRequest(cpuSeconds(proc.pid)! - serverBefore),
+        generator: perRequest((generator.user + generator.system) / 1e6),
+        postgres: perRequest(postgresCpuSeconds() - postgresBefore),
+      }
+      if (kind === 'mixed') {
+        // the next round's model starts from this one's versions and tokens
+        const state = (workload as ReturnType<typeof S.mixed>).state()
+        Object.assign(ds.mixed, { version: state.version, current: state.current, stale: state.stale })
+      }
+      const rows = samples.get(kind) ?? []
+      rows.push(sample)
+      samples.set(kind, rows)
+    }
+  }
+
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+  const bareRps = samples.get('bare')?.map((s) => s.rps)
+  process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections); × bare: each round's req/s over the bare round before it\n\n`)
+  process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|\n')
+  for (const kind of kinds) {
+    const rows = samples.get(kind)!
+    const ratios = bareRps ? rows.map((s, i) => (s.rps / bareRps[i]!).toFixed(2)).join(' ') : '-'
+    const µs = (pick: (s: (typeof rows)[number]) => number) => median(rows.map(pick)).toFixed(1)
+    process.stdout.write(`| ${kind} | ${KINDS[kind]} | ${Math.round(median(rows.map((s) => s.rps))).toLocaleString('en-US')} | ${ratios} | ${µs((s) => s.node)} | ${µs((s) => s.generator)} | ${µs((s) => s.postgres)} |\n`)
+  }
+} finally {
+  for (const proc of procs) await proc.stop()
+  await scratch.drop()
+}
