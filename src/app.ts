@@ -54,9 +54,19 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
  * Fastify's own options for this service: body limit, strict validation, our logger, and
  * SPEC bodies even for what fails before routing (a malformed URL).
  */
+/**
+ * How long one plugin may take to start before Fastify gives up on it (its default: 10 s).
+ * The gateway's start (migrations, the store's and the bus's first connections, each with
+ * its own 2 s connect timeout) took longer than 10 s on a loaded 2-core CI machine with
+ * OpenTelemetry's instrumentations loading beside it, and the node exited. A start that
+ * makes no progress at all still fails, later.
+ */
+export const PLUGIN_START_TIMEOUT_MS = 60_000
+
 export function fastifyOptions(config: Config, logger: Logger): FastifyServerOptions {
   return {
     loggerInstance: logger,
+    pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     bodyLimit: config.bodyLimitBytes,
     // Ids longer than find-my-way's default of 100 are "not found" (404), not a 414.
     routerOptions: { maxParamLength: 2048 },
