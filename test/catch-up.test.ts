@@ -85,14 +85,20 @@ const caughtUpChanges = async (metrics: Metrics) => Number((await metrics.render
 const skipsWindow: Mutant = (changeLog) => ({
   since: async (cursor) => (cursor === undefined ? changeLog.since(cursor) : { ...(await changeLog.since(undefined)), complete: true, changes: [] }),
 })
-/** A mutant: the reads made while the reader trusts its cache (the periodic ones) skip what they read. */
-const periodicSkips: Mutant = (changeLog, reader) => ({
-  async since(cursor) {
-    const trusted = reader().trusted()
-    const read = await changeLog.since(cursor)
-    return trusted ? { ...read, changes: [] } : read
-  },
-})
+/**
+ * A mutant: the reads made while the reader trusts its cache (the periodic ones) skip what
+ * they read. `seen` counts the reads it let through: made while the reader's lease had lapsed.
+ */
+const periodicSkips =
+  (seen: { untrustedReads: number }): Mutant =>
+  (changeLog, reader) => ({
+    async since(cursor) {
+      const trusted = reader().trusted()
+      const read = await changeLog.since(cursor)
+      if (!trusted) seen.untrustedReads++
+      return trusted ? { ...read, changes: [] } : read
+    },
+  })
 
 t.test('a node cut off while a user is invalidated catches up on that user and keeps the rest of its cache', async (t) => {
   // No read of the log while subscribed in this test: only the catch-up after the blip may bring the change.
@@ -152,14 +158,15 @@ t.test('after a subscription longer than the prune age and the row limit, a blip
 })
 
 /** A change committed whose publish never went out (a writer that died, or whose Redis was away). */
-async function unpublishedChange(t: Test, mutant?: Mutant) {
+async function unpublishedChange(t: Test, mutant?: Mutant, seen?: { untrustedReads: number }) {
   const s = await scenario(t, mutant ? { mutant } : {})
   for (const user of s.users) await s.states.user(user.id)
   const epoch = s.readerBus.health().epoch
+  const untrustedAtCommit = seen?.untrustedReads ?? 0
   const unpublished = (await s.store.incrementTokenVersion(s.company.id, s.users[0]!.id))!
   t.ok(s.readerBus.trusted() && s.states.caches.users.get(s.users[0]!.id), 'the reader trusts its cache, and never heard of the change')
   await readAgainAfterNow(s.readerMetrics)
-  return { s, epoch, unpublished }
+  return { s, epoch, unpublished, untrustedAtCommit }
 }
 
 t.test('a change whose publish never went out reaches a subscribed node at its next read of the change log', async (t) => {
@@ -171,7 +178,19 @@ t.test('a change whose publish never went out reaches a subscribed node at its n
 })
 
 t.test('the mutant whose reads while subscribed skip what they read never learns of it (the check above bites)', async (t) => {
-  const { s, unpublished } = await unpublishedChange(t, periodicSkips)
-  const served = await s.states.user(s.users[0]!.id)
-  t.ok(served !== undefined && served.tokenVersion < unpublished.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${unpublished.tokenVersion} committed`)
+  // The mutant skips only while the reader trusts its cache. On a loaded machine its 200 ms
+  // lease can lapse for a moment: it then reads the change log, or the store, for real and
+  // learns of the change rightly. Such a run did not test the mutant, so it is made again.
+  for (let attempt = 1; ; attempt++) {
+    const seen = { untrustedReads: 0 }
+    const { s, unpublished, untrustedAtCommit } = await unpublishedChange(t, periodicSkips(seen), seen)
+    const trusted = s.readerBus.trusted()
+    const served = await s.states.user(s.users[0]!.id)
+    if ((seen.untrustedReads > untrustedAtCommit || !trusted) && attempt < 5) {
+      t.comment(`attempt ${attempt}: the reader's lease lapsed during it; made again`)
+      continue
+    }
+    t.ok(served !== undefined && served.tokenVersion < unpublished.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${unpublished.tokenVersion} committed`)
+    return
+  }
 })
