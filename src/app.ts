@@ -51,10 +51,6 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
 }
 
 /**
- * Fastify's own options for this service: body limit, strict validation, our logger, and
- * SPEC bodies even for what fails before routing (a malformed URL).
- */
-/**
  * How long one plugin may take to start before Fastify gives up on it (its default: 10 s).
  * The gateway's start (migrations, the store's and the bus's first connections, each with
  * its own 2 s connect timeout) took longer than 10 s on a loaded 2-core CI machine with
@@ -63,6 +59,10 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
  */
 export const PLUGIN_START_TIMEOUT_MS = 60_000
 
+/**
+ * Fastify's own options for this service: body limit, strict validation, our logger, and
+ * SPEC bodies even for what fails before routing (a malformed URL).
+ */
 export function fastifyOptions(config: Config, logger: Logger): FastifyServerOptions {
   return {
     loggerInstance: logger,
