@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util'
 import { scratchDataset } from './lib/scratch.js'
 import { runLoad, type Workload } from './lib/load.js'
 import { cpuSeconds, DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { median } from './lib/report.js'
 import * as S from './lib/scenarios.js'
 
 const KINDS = {
@@ -44,19 +45,17 @@ for (const kind of kinds) if (!(kind in KINDS)) throw new Error(`unknown kind ${
 
 /** CPU seconds of every PostgreSQL process of this machine so far (backends come and go with the pools). */
 function postgresCpuSeconds(): number {
-  let ticks = 0
+  let seconds = 0
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      if (!stat.includes('(postgres)')) continue
-      const fields = stat.split(') ')[1]!.split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8') !== 'postgres\n') continue
     } catch {
-      // gone between the listing and the read
+      continue // gone between the listing and the read
     }
+    seconds += cpuSeconds(Number(pid)) ?? 0
   }
-  return ticks / 100
+  return seconds
 }
 
 const scratch = await scratchDataset(args['pg-url']!, Number(args.hot))
@@ -78,18 +77,11 @@ try {
   await runLoad(S.issueMixedOnce(ds), { ...quiet, label: 'prime', urls: [node.url], durationS: 3600, amount: ds.layout.mixed })
   await runLoad(S.issueExisting(ds), { ...quiet, label: 'prime', urls: [node.url], durationS: 3600, amount: ds.layout.hot })
 
-  const oneInTenRevoked = (): Workload => {
-    const bearer = (token: string) => ({ authorization: 'Bearer ' + token })
-    const current = ds.mixed.current.map(bearer)
-    const revoked = ds.mixed.stale.filter((token): token is string => token !== undefined).map(bearer)
-    let n = 0
-    return { next: () => ({ method: 'GET', path: '/rest/v1/auth/verify', headers: ++n % 10 === 0 ? revoked[(n / 10) % revoked.length]! : current[n % current.length]! }) }
-  }
   const workloads: Record<Kind, () => Workload> = {
     bare: () => S.verifyHot(ds),
     'verify-hot': () => S.verifyHot(ds),
     'verify-revoked': () => S.verifyRevoked(ds),
-    'verify-one-in-ten-revoked': oneInTenRevoked,
+    'verify-one-in-ten-revoked': () => S.verifyOneInTenRevoked(ds),
     'issue-existing': () => S.issueExisting(ds),
     invalidate: () => S.invalidate(ds),
     update: () => S.invalidate(ds),
@@ -119,18 +111,14 @@ try {
         generator: perRequest((generator.user + generator.system) / 1e6),
         postgres: perRequest(postgresCpuSeconds() - postgresBefore),
       }
-      if (kind === 'mixed') {
-        // the next round's model starts from this one's versions and tokens
-        const state = (workload as ReturnType<typeof S.mixed>).state()
-        Object.assign(ds.mixed, { version: state.version, current: state.current, stale: state.stale })
-      }
+      // the next round's model starts from this one's versions and tokens
+      if (kind === 'mixed') S.saveMixed(ds, workload as ReturnType<typeof S.mixed>)
       const rows = samples.get(kind) ?? []
       rows.push(sample)
       samples.set(kind, rows)
     }
   }
 
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
   const bareRps = samples.get('bare')?.map((s) => s.rps)
   process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections); × bare: each round's req/s over the bare round before it\n\n`)
   process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|\n')

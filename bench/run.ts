@@ -393,7 +393,7 @@ async function main(): Promise<void> {
     if (want('mixed')) {
       await measured('mixed', `mixed ${r}`, () => (mixedWorkload = S.mixed(ds, { readVersion })), urls, main)
       mixedStats.push({ ...mixedWorkload!.stats })
-      saveMixed(ds, mixedWorkload!)
+      S.saveMixed(ds, mixedWorkload!)
     }
   }
 
@@ -511,7 +511,7 @@ async function main(): Promise<void> {
               entry.results.push(await load(`mixed ×${entry.nodes} nodes r${round}`, workload, target, opts.duration))
               await workload.settle()
               entry.stats.push({ ...workload.stats })
-              saveMixed(ds, workload)
+              S.saveMixed(ds, workload)
               for (const p of nodes.slice(0, entry.nodes)) rssOf(`cluster-${entry.nodes}`, p)
             }
           }
@@ -560,13 +560,6 @@ async function runRecovery(extra: string[]): Promise<string> {
     child.stdout.on('data', (c: Buffer) => (out += c))
     child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exited ${code}`))))
   })
-}
-
-function saveMixed(ds: Dataset, workload: ReturnType<typeof S.mixed>): void {
-  const state = workload.state()
-  ds.mixed.version = state.version
-  ds.mixed.current = state.current
-  ds.mixed.stale = state.stale
 }
 
 async function cacheEntries(url: string): Promise<number | undefined> {

@@ -36,6 +36,16 @@ export function verifyRevoked(ds: Dataset): Workload {
   }
 }
 
+/** The mixed users' current tokens in turn, every tenth request one of their revoked tokens instead. */
+export function verifyOneInTenRevoked(ds: Dataset): Workload {
+  const current = ds.mixed.current.map(bearer)
+  const revoked = ds.mixed.stale.filter((token) => token !== undefined).map(bearer)
+  let n = 0
+  return {
+    next: () => ({ method: 'GET', path: VERIFY, headers: ++n % 10 === 0 ? revoked[(n / 10) % revoked.length]! : current[n % current.length]! }),
+  }
+}
+
 /**
  * Uniformly random over every unchanging user: with more users than the cache holds, most
  * verifications miss. Every token is signed up front: signing in the load generator during
@@ -69,9 +79,16 @@ function keyPrefix(ds: Dataset): string {
 
 /** Tokens for users that exist (the hot set): credentials check, user lookup, signing. */
 export function issueExisting(ds: Dataset): Workload {
-  const start = stableStart(ds.layout)
+  return issueRoundRobin(issueBodies(ds, stableStart(ds.layout), ds.layout.hot))
+}
+
+/** The token request bodies of users [from, from + count), with the dataset's API key. */
+function issueBodies(ds: Dataset, from: number, count: number): string[] {
   const prefix = keyPrefix(ds)
-  const bodies = Array.from({ length: ds.layout.hot }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(start + i))}}`)
+  return Array.from({ length: count }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(from + i))}}`)
+}
+
+function issueRoundRobin(bodies: string[]): Workload {
   let n = 0
   return {
     next: () => ({ method: 'POST', path: TOKEN, body: bodies[n++ % bodies.length]! }),
@@ -86,12 +103,7 @@ export function issueExisting(ds: Dataset): Workload {
  * users make in no deployment. The version the tokens carry is the one the model holds.
  */
 export function issueMixedOnce(ds: Dataset): Workload {
-  const prefix = keyPrefix(ds)
-  const bodies = Array.from({ length: ds.layout.mixed }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(i))}}`)
-  let n = 0
-  return {
-    next: () => ({ method: 'POST', path: TOKEN, body: bodies[n++ % bodies.length]! }),
-  }
+  return issueRoundRobin(issueBodies(ds, 0, ds.layout.mixed))
 }
 
 /** Tokens for users never seen: each one an INSERT committed. */
@@ -159,7 +171,7 @@ export function mixed(
     }
   }
   const prefix = keyPrefix(ds)
-  const issueBodies = Array.from({ length: m }, (_, i) => `${prefix}"userId":${jsonString(ds.externalId(i))}}`)
+  const tokenBodies = issueBodies(ds, 0, m)
   const invalidateBodies = Array.from({ length: m }, (_, i) => `${prefix}"customerUserId":${jsonString(ds.userId(i))}}`)
   const stats: MixedStats = { verifies: 0, staleSent: 0, ambiguous: 0, staleAccepted: 0, currentRefused: 0, staleIssued: 0, lostIncrement: 0, unexpectedStatus: 0 }
 
@@ -216,7 +228,7 @@ export function mixed(
       }
       if (r < 0.99) {
         slot.op = 'issue'
-        return { method: 'POST', path: TOKEN, body: issueBodies[u]!, kind: 'issue' }
+        return { method: 'POST', path: TOKEN, body: tokenBodies[u]!, kind: 'issue' }
       }
       slot.op = 'invalidate'
       inflight[u]!++
@@ -283,4 +295,12 @@ export function mixed(
       return true
     },
   }
+}
+
+/** The mixed model as a run left it, for the next run to start from. */
+export function saveMixed(ds: Dataset, workload: ReturnType<typeof mixed>): void {
+  const state = workload.state()
+  ds.mixed.version = state.version
+  ds.mixed.current = state.current
+  ds.mixed.stale = state.stale
 }

@@ -1,8 +1,9 @@
 /**
  * The verify route serialises an allowed answer once per token and reuses the bytes
- * (src/routes/verify.ts, preparedAnswer); refusals go through Fastify's send beside them. Every check still runs per request, and the bytes
- * are reused only while the identity they were made from is the same: the same token
- * verified again after a change answers the new identity, or the refusal, at once.
+ * (src/routes/verify.ts, preparedAnswer); refusals go through Fastify's send beside them.
+ * Every check still runs per request, and the bytes are reused only while the identity they
+ * were made from is the same: the same token verified again after a change answers the new
+ * identity, or the refusal, at once.
  */
 import t, { type Test } from 'tap'
 import { createTenant, invalidate, issueToken, startApp, verify, type TestApp } from '../support/helpers.js'
