@@ -6,6 +6,7 @@ import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { filesOf, tapFiles } from './setup/passes.js'
+import { Failures } from './setup/failures.js'
 import { notRunSummary, readNotRun } from './setup/not-run.js'
 import { freePort } from './support/ports.js'
 import { ROOT } from './support/processes.js'
@@ -101,4 +102,37 @@ t.test('the summary at the end of npm test: which files did not run and why; und
   t.equal(ci.fails, true, 'under CI, it fails')
   t.match(ci.lines.at(-1), 'CI is set: a test that did not run fails the run')
   t.same(notRunSummary([], why, true), { lines: [], fails: false }, 'every test ran: nothing to say')
+})
+
+t.test('the failures named again at the end of npm test: the deepest failed points of real tap output, with where and why', async (t) => {
+  const dir = mkdtempSync(join(ROOT, 'test', '.failing-fixture-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const fixture = join(dir, 'fixture.mts')
+  writeFileSync(
+    fixture,
+    [
+      "import t from 'tap'",
+      "t.test('outer', async (t) => { t.test('inner', async (t) => { t.equal(1, 2, 'one is two'); t.ok(true, 'fine') }) })",
+      "t.test('thrown', async () => { throw new Error('the store went away') })",
+      "t.test('passing', async (t) => t.ok(true))",
+    ].join('\n'),
+  )
+  const { code, output } = await node(fixture, {})
+  t.equal(code, 1, 'the fixture fails')
+
+  const failures = new Failures()
+  for (const line of output.split('\n')) failures.line(line)
+  const report = failures.report()
+  t.same(report.map((lines) => lines[0]), ['outer > inner > one is two', 'thrown > the store went away'], 'the failed points, not the subtests they failed')
+  t.match(report[0]!.join('\n'), /at test\/\.failing-fixture-\w+\/fixture\.mts:2\n.*diff: --- expected\n.*\n.*\n.*-2\n.*\+1/, 'where, and the difference')
+
+  const crashed = new Failures()
+  for (const line of ['TAP version 14', '1..1', '# Subtest: test/a.test.ts', '    1..0 # no tests found', 'not ok 1 - test/a.test.ts', '  ---', '  exitCode: 1', '  signal: null', '  ...']) crashed.line(line)
+  t.same(crashed.report(), [['test/a.test.ts', '    exitCode: 1']], 'a file that failed with no failing point is named itself')
+
+  const many = new Failures()
+  for (const line of ['1..25', ...Array.from({ length: 25 }, (_, index) => `not ok ${index + 1} - point ${index + 1}`)]) many.line(line)
+  const cut = many.report()
+  t.equal(cut.length, 21, 'at most 20, then a line')
+  t.same(cut.at(-1), ['… and 5 more'])
 })
