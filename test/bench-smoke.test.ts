@@ -23,13 +23,15 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   const json = join(dir, 'result.json')
   // no time limit of its own worth asserting: a shared machine may be slow; tap's timeout bounds it
   // (tap's process tracker stays out of the kit's processes: test/support/untracked-children.mjs)
-  const run = spawnSync(process.execPath, [script, '--smoke', '--store', 'pg', '--json', json], {
+  // two rounds, so that the per-round table is printed too
+  const run = spawnSync(process.execPath, [script, '--smoke', '--rounds', '2', '--store', 'pg', '--json', json], {
     cwd: root,
     encoding: 'utf8',
     timeout: 280_000,
   })
   t.equal(run.status, 0, `exits 0\n${run.stderr.slice(-3000)}`)
   t.match(run.stdout, /scenario\s+req\/s/, 'prints the table')
+  t.match(run.stdout, /each round against the bare round before it\n\n.*round 1\s+round 2\n.*\nbare Fastify\s+[\d,]+ \(\d+ µs\)\s+[\d,]+ \(\d+ µs\)\nverify-hot\s+\d+\.\d\d× \(\d+ µs\)\s+\d+\.\d\d× \(\d+ µs\)\n/, 'and each round against its bare round, with the server\'s CPU per request')
   const report = JSON.parse(readFileSync(json, 'utf8')) as { results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number } }>>; memory?: { heapBytesPerUser: number } }
   for (const key of ['bare', 'verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed']) {
     const runs = report.results[key]

@@ -226,6 +226,8 @@ export function buildTable(report: Report, markdown: boolean): string {
   out.push(`data:     ${report.data}`)
   out.push('')
   out.push(table(headers, rows, markdown))
+  const perRound = roundsTable(report, markdown)
+  if (perRound) out.push('', `${h}each round against the bare round before it`, '', perRound)
 
   if (report.cluster.length) {
     out.push('')
@@ -267,6 +269,32 @@ export function buildTable(report: Report, markdown: boolean): string {
   out.push('')
   out.push(`whole run: ${report.elapsedS.toFixed(0)} s`)
   return out.join('\n')
+}
+
+/** The scenarios compared with bare Fastify round by round, in the order the rounds run them. */
+const ROUND_ROWS: Array<[string, string]> = [
+  ['verify-hot', 'verify-hot'],
+  ['issue-existing', 'issue-existing'],
+  ['mixed', 'mixed'],
+]
+
+/**
+ * Each round's ratio to the bare round run just before it, with the server's CPU per
+ * request: on a shared machine whose speed moves in phases of minutes, the medians of the
+ * main table can pair a bare round of one phase with a scenario's round of another; this
+ * shows which rounds moved, and whether the server's cost or the machine did.
+ */
+function roundsTable(report: Report, markdown: boolean): string | undefined {
+  const bare = report.results.bare
+  if (!bare || bare.length < 2) return undefined
+  const serverCost = (run: LoadResult) => (run.cpu?.server === undefined ? '' : ` (${((1e6 * run.cpu.server) / run.rps).toFixed(0)} µs)`)
+  const rows = [['bare Fastify', ...bare.map((run) => int(run.rps) + serverCost(run))]]
+  for (const [key, name] of ROUND_ROWS) {
+    const runs = report.results[key]
+    if (runs?.length === bare.length) rows.push([name, ...runs.map((run, round) => `${(run.rps / bare[round]!.rps).toFixed(2)}×${serverCost(run)}`)])
+  }
+  if (rows.length === 1) return undefined
+  return table(['req/s, × bare (server µs per request)', ...bare.map((_, round) => `round ${round + 1}`)], rows, markdown)
 }
 
 function sumStats(list: MixedStats[]): MixedStats {
