@@ -15,6 +15,10 @@ import { startTcpProxy } from './support/tcp-proxy.js'
 
 const run = promisify(execFile)
 
+// About forty CLI processes and a node, each a Node start: 106 s and 120.5 s (past the suite's
+// 120 s) in one run of both store passes on a loaded two-core machine.
+t.setTimeout(300_000)
+
 storeIndependentTest('every admin subcommand maps to its call of the client', async (t) => {
   t.same(adminCall('companies', 'create', undefined, { name: 'A' }), { call: 'createCompany', args: [{ name: 'A' }] })
   t.same(adminCall('companies', 'update', 'c1', { 'default-agent-id': 'a1' }), { call: 'updateCompany', args: ['c1', { defaultAgentId: 'a1' }] })
