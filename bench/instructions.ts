@@ -10,7 +10,11 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--keep-dumps DIR]
+ *
+ * `--cache-sim` also counts, per request, the data reads and writes that miss callgrind's
+ * simulated last-level cache (`--cache-sim=yes`): what a larger working set costs when the
+ * host's cache is shared with busy neighbours, which the instruction count does not show.
  *
  * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
  */
@@ -37,8 +41,10 @@ const { values: args } = parseArgs({
     scenario: { type: 'string', default: 'verify-hot' },
     'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
     'keep-dumps': { type: 'string' },
+    'cache-sim': { type: 'boolean', default: false },
   },
 })
+const cacheSim = args['cache-sim']!
 const requests = Number(args.requests)
 const hot = Number(args.hot)
 const connections = Number(args.connections)
@@ -60,6 +66,8 @@ interface Counted {
   target: string
   requests: number
   instructions: number
+  /** with --cache-sim: data reads and writes that missed the simulated last-level cache, per request (idle not taken out) */
+  lastLevelMissesPerRequest?: number
   /** instructions per second while idle, taken out of perRequest */
   idlePerSecond: number
   perRequest: number
@@ -74,7 +82,7 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     // depend on how valgrind schedules its helpers. A fixed young generation: V8 sizes it by
     // the allocation rate per second, and scavenges were a third of a node's count, so a
     // slower run (a busier machine) counted up to 1.7× more per request.
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--min-semi-space-size=16', '--max-semi-space-size=16', script, ...scriptArgs],
+    ['--tool=callgrind', '--instr-atstart=no', ...(cacheSim ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--min-semi-space-size=16', '--max-semi-space-size=16', script, ...scriptArgs],
     { name: target, inheritEnv: true, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, ipc: true },
   )
   const url = `http://127.0.0.1:${port}`
@@ -95,7 +103,7 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     if (expected === undefined ? result.wrong > 0 || result.errors > 0 : result.statuses[expected] !== result.responses) {
       throw new Error(`${target}: ${expected === undefined ? `${result.wrong} wrong answers` : `not every answer was ${expected}`}: ${JSON.stringify(result.statuses)}`)
     }
-    const instructions = await nextDump(dumps, target, url + readyPath, loadDumps)
+    const { instructions, lastLevelMisses } = await nextDump(dumps, target, url + readyPath, loadDumps)
     // What the process runs by the clock whatever it serves (a node's heartbeats, prom-client's
     // event-loop monitor): counted while idle, per second, and taken out of the load's count,
     // which otherwise grows with how slowly the shared machine let the load run.
@@ -105,9 +113,10 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     const dumped = dumpCount(dumps, target)
     control('-d')
     const idle = await nextDump(dumps, target, url + readyPath, dumped)
-    const idlePerSecond = idle / ((performance.now() - idleStarted) / 1000)
+    const idlePerSecond = idle.instructions / ((performance.now() - idleStarted) / 1000)
     const background = idlePerSecond * result.elapsedS
-    return { target, requests: result.responses, instructions, idlePerSecond, perRequest: (instructions - background) / result.responses }
+    const lastLevelMissesPerRequest = lastLevelMisses === undefined ? undefined : lastLevelMisses / result.responses
+    return { target, requests: result.responses, instructions, lastLevelMissesPerRequest, idlePerSecond, perRequest: (instructions - background) / result.responses }
   } finally {
     await proc.stop(10_000)
   }
@@ -116,7 +125,7 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
 const IDLE_MS = 10_000
 
 /** The next dump's total: an idle process takes callgrind's commands only when it runs again, so it is poked until the dump is there. */
-async function nextDump(dumps: string, target: string, pokeUrl: string, seen: number): Promise<number> {
+async function nextDump(dumps: string, target: string, pokeUrl: string, seen: number): Promise<DumpTotals> {
   for (let waited = 0; waited <= 60_000; waited += 200) {
     await fetch(pokeUrl).then((r) => r.arrayBuffer(), () => {})
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -132,14 +141,27 @@ function dumpCount(dir: string, target: string): number {
   return readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).length
 }
 
+interface DumpTotals {
+  instructions: number
+  /** DLmr + DLmw, when the cache was simulated */
+  lastLevelMisses?: number
+}
+
 /** The `totals:` of the dump taken after the zeroing (the latest one of this target). */
-function readDumps(dir: string, target: string): number | undefined {
+function readDumps(dir: string, target: string): DumpTotals | undefined {
   // `<target>.<pid>.<n>`: the n-th dump of that process
   const files = readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
   const last = files.pop()
   if (last === undefined) return undefined
-  const totals = /^totals:\s+(\d+)/m.exec(readFileSync(join(dir, last), 'utf8'))
-  return totals ? Number(totals[1]) : undefined
+  const text = readFileSync(join(dir, last), 'utf8')
+  const totals = /^totals:\s+([\d ]+)/m.exec(text)?.[1]?.trim().split(/\s+/).map(Number)
+  if (totals === undefined) return undefined
+  // the events' order is the dump's own `events:` line (Ir first; with the cache simulated, DLmr and DLmw among them)
+  const events = /^events:\s+(.+)$/m.exec(text)?.[1]?.trim().split(/\s+/) ?? ['Ir']
+  const at = (name: string) => totals[events.indexOf(name)]
+  const reads = at('DLmr')
+  const writes = at('DLmw')
+  return { instructions: at('Ir') ?? totals[0]!, lastLevelMisses: reads === undefined || writes === undefined ? undefined : reads + writes }
 }
 
 const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
@@ -158,7 +180,8 @@ try {
 }
 for (const r of results) {
   const idle = Math.round(r.idlePerSecond).toLocaleString('en-US')
-  process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests; ${idle}/s idle taken out; ${Math.round(r.instructions / r.requests).toLocaleString('en-US')} with it)\n`)
+  const misses = r.lastLevelMissesPerRequest === undefined ? '' : `; ${r.lastLevelMissesPerRequest.toFixed(1)} last-level data misses per request`
+  process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests; ${idle}/s idle taken out; ${Math.round(r.instructions / r.requests).toLocaleString('en-US')} with it${misses})\n`)
 }
 const bare = results.find((r) => r.target === 'bare')
 const node = results.find((r) => r.target === 'node')
