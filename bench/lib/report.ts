@@ -271,16 +271,22 @@ export function buildTable(report: Report, markdown: boolean): string {
   return out.join('\n')
 }
 
+/** Each of `key`'s rounds over the bare round of the same round; undefined unless both ran every round, at least two. */
+function roundRatios(report: Report, key: string): number[] | undefined {
+  const bare = report.results.bare
+  const runs = report.results[key]
+  if (!bare || !runs || runs.length !== bare.length || runs.length < 2) return undefined
+  return runs.map((run, round) => run.rps / bare[round]!.rps)
+}
+
 /**
  * Beside a target's ratio of medians (what it is judged by), the median of each round's
  * ratio to its own bare round, as the proxy rows give: the two part when the machine's
  * speed moved between rounds (the table under the results says which rounds).
  */
 function pairedRatio(report: Report, key: string): string {
-  const bare = report.results.bare
-  const runs = report.results[key]
-  if (!bare || !runs || runs.length !== bare.length || runs.length < 2) return ''
-  return ` (median of per-round ratios ${median(runs.map((run, round) => run.rps / bare[round]!.rps)).toFixed(2)}×)`
+  const ratios = roundRatios(report, key)
+  return ratios ? ` (median of per-round ratios ${median(ratios).toFixed(2)}×)` : ''
 }
 
 /** The scenarios compared with bare Fastify round by round, in the order the rounds run them. */
@@ -302,8 +308,8 @@ function roundsTable(report: Report, markdown: boolean): string | undefined {
   const serverCost = (run: LoadResult) => (run.cpu?.server === undefined ? '' : ` (${((1e6 * run.cpu.server) / run.rps).toFixed(0)} µs)`)
   const rows = [['bare Fastify', ...bare.map((run) => int(run.rps) + serverCost(run))]]
   for (const [key, name] of ROUND_ROWS) {
-    const runs = report.results[key]
-    if (runs?.length === bare.length) rows.push([name, ...runs.map((run, round) => `${(run.rps / bare[round]!.rps).toFixed(2)}×${serverCost(run)}`)])
+    const ratios = roundRatios(report, key)
+    if (ratios) rows.push([name, ...ratios.map((ratio, round) => `${ratio.toFixed(2)}×${serverCost(report.results[key]![round]!)}`)])
   }
   if (rows.length === 1) return undefined
   return table(['req/s, × bare (server µs per request)', ...bare.map((_, round) => `round ${round + 1}`)], rows, markdown)
