@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import { createPostgresDb, type Db } from '../src/store/db.js'
 import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js'
@@ -101,4 +102,23 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
   const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_outbox' AND column_name = 'xid'`)
   t.same(xid.map((r) => r.data_type), ['xid8'], 'change_outbox records the writing transaction (006)')
   await previousVersionView(t, db)
+})
+
+t.test("a node that starts while another migrates waits for it past the request path's statement bound", async (t) => {
+  const url = await freshPostgresDatabase(t)
+  // The request path's bound, shortened: on main a migration's statements had it too, and a
+  // second node waiting on the lock longer than that failed with "database unavailable".
+  const db = createPostgresDb(url, { statementTimeoutMs: 300 })
+  const other = new pg.Client({ connectionString: url })
+  await other.connect()
+  t.teardown(async () => {
+    await other.end()
+    await db.close()
+  })
+  await other.query('SELECT pg_advisory_lock($1)', [0x63686174])
+  const migrating = migrate(db)
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  await other.query('SELECT pg_advisory_unlock($1)', [0x63686174])
+  t.same(await migrating, { applied: files }, 'it waited, then applied every file')
+  await t.rejects(db.query('SELECT pg_sleep(1)'), /database unavailable: Query read timeout/, 'while a request still has its bound')
 })

@@ -11,8 +11,12 @@ import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
 export interface Db {
   readonly kind: 'postgres' | 'pglite'
   query<Row>(sql: string, params?: readonly unknown[]): Promise<Row[]>
-  /** Runs `fn` on one connection (session-level advisory locks, multi-statement scripts). */
-  withSession<T>(fn: (session: DbSession) => Promise<T>): Promise<T>
+  /**
+   * Runs `fn` on one connection (session-level advisory locks, multi-statement scripts).
+   * `statementTimeoutMs` replaces the request path's bound on each of its statements: a
+   * session may wait on a lock, or rewrite a table, for longer than a request may.
+   */
+  withSession<T>(fn: (session: DbSession) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>
   close(): Promise<void>
 }
 
@@ -80,10 +84,13 @@ export function createPostgresDb(connectionString: string, options: PostgresDbOp
   pool.on('error', (error) => options.onPoolError?.(error))
 
   const nameOf = options.preparedStatements === false ? () => undefined : statementNames()
-  const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<Row[]> => {
+  const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[], timeoutMs?: number): Promise<Row[]> => {
     try {
       const name = params === undefined ? undefined : nameOf(sql)
-      const result = name === undefined ? await client.query(sql, params as unknown[] | undefined) : await client.query({ name, text: sql, values: params as unknown[] })
+      const result =
+        name === undefined && timeoutMs === undefined
+          ? await client.query(sql, params as unknown[] | undefined)
+          : await client.query({ name, text: sql, values: params as unknown[] | undefined, query_timeout: timeoutMs } as pg.QueryConfig)
       return result.rows as Row[]
     } catch (error) {
       throw classify(error)
@@ -93,7 +100,8 @@ export function createPostgresDb(connectionString: string, options: PostgresDbOp
   return {
     kind: 'postgres',
     query: (sql, params) => run(pool, sql, params),
-    async withSession(fn) {
+    async withSession(fn, sessionOptions = {}) {
+      const timeoutMs = sessionOptions.statementTimeoutMs
       let client: pg.PoolClient
       try {
         client = await pool.connect()
@@ -102,9 +110,9 @@ export function createPostgresDb(connectionString: string, options: PostgresDbOp
       }
       try {
         return await fn({
-          query: (sql, params) => run(client, sql, params),
+          query: (sql, params) => run(client, sql, params, timeoutMs),
           exec: async (sql) => {
-            await run(client, sql)
+            await run(client, sql, undefined, timeoutMs)
           },
         })
       } finally {

@@ -9,6 +9,13 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL(import.meta.url.includes('/d
 // Any fixed number shared by every node of the deployment: pg_advisory_lock(MIGRATION_LOCK).
 const MIGRATION_LOCK = 0x63686174 // "chat"
 
+/**
+ * The bound on each statement of a migration, not the request path's 5 s: a node that
+ * starts while another migrates waits on the lock for that whole migration, and a
+ * migration may rewrite a large table. A database that stops answering still fails it.
+ */
+export const MIGRATION_STATEMENT_TIMEOUT_MS = 15 * 60_000
+
 export interface MigrationResult {
   applied: string[]
 }
@@ -46,6 +53,6 @@ export async function migrate(db: Db, directory = MIGRATIONS_DIR): Promise<Migra
     } finally {
       await session.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK])
     }
-  })
+  }, { statementTimeoutMs: MIGRATION_STATEMENT_TIMEOUT_MS })
 }
 
