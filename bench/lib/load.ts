@@ -1,4 +1,5 @@
 import autocannon from 'autocannon'
+import type { EventEmitter } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { Histogram } from './hist.js'
 
@@ -64,9 +65,11 @@ export interface LoadResult {
   rps: number
   latency: LatencySummary
   statuses: Record<string, number>
-  /** socket errors and timeouts */
+  /** socket errors and timeouts (autocannon counts a timeout in both) */
   errors: number
   timeouts: number
+  /** the errors by kind: a socket error's code (ECONNRESET, …), or "timeout" */
+  errorKinds: Record<string, number>
   /** responses the workload's check said were wrong */
   wrong: number
   byKind: Record<string, LatencySummary & { rps: number; statuses: Record<string, number> }>
@@ -86,6 +89,7 @@ export async function runLoad(workload: Workload, options: LoadOptions): Promise
   const all = new Histogram()
   const kinds = new Map<string, { h: Histogram; statuses: Record<string, number> }>()
   const statuses: Record<string, number> = {}
+  const errorKinds: Record<string, number> = {}
   let wrong = 0
   let responses = 0
   let building = true
@@ -140,6 +144,12 @@ export async function runLoad(workload: Workload, options: LoadOptions): Promise
     requests: [requestTemplate as unknown as autocannon.Request],
   } as unknown as autocannon.Options)
   building = false
+  // What each error was, so that a run with one can say why: autocannon only counts them.
+  const emitter = instance as unknown as EventEmitter
+  emitter.on('reqError', (error: Error & { code?: string }) => {
+    const kind = error.code ?? (error.message === 'request timed out' ? 'timeout' : error.message)
+    errorKinds[kind] = (errorKinds[kind] ?? 0) + 1
+  })
 
   const out = options.progress === undefined ? process.stderr : options.progress
   let lastCount = 0
@@ -180,6 +190,7 @@ export async function runLoad(workload: Workload, options: LoadOptions): Promise
     statuses,
     errors: result.errors,
     timeouts: result.timeouts,
+    errorKinds,
     wrong,
     byKind,
   }

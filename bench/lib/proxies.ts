@@ -3,7 +3,7 @@ import { readmeCaddyfile, readmeNginxServer, startCaddy, startNginx, type Proxy 
 import { stableStart, type Dataset } from './data.js'
 import { fmtMs, type LoadResult, type RequestSpec, type Slot, type Workload } from './load.js'
 import { DIST, freePort, startProcess, type Proc } from './procs.js'
-import { median, summarizeRuns } from './report.js'
+import { errorKindsText, median, summarizeRuns } from './report.js'
 
 /**
  * The `proxy` scenario: the README's nginx and Caddy recipes, run by the real programs in
@@ -172,8 +172,9 @@ export function proxyTable(results: Record<string, LoadResult[]>, markdown: bool
     const ok = ratio >= 0.5 && a.wrong === 0 && a.errors === 0
     out.push(
       `${markdown ? '- ' : '  '}${ok ? 'PASS' : 'MISS'}  ${name} ≥ 0.5 × ${name.split(' ')[0]} alone, 0 wrong: ${ratio.toFixed(2)}× (median of per-round ratios ${perRound.toFixed(2)}×), ` +
-        `${int(a.wrong)} wrong of ${int(a.requests)} (1 in 20 a revoked or broken token, 1 in 10 a forged identity header), ${int(a.non2xx['503'] ?? 0)} refused with 503, ${int(a.errors)} errors`,
+        `${int(a.wrong)} wrong of ${int(a.requests)} (1 in 20 a revoked or broken token, 1 in 10 a forged identity header), ${int(a.non2xx['503'] ?? 0)} refused with 503, ${int(a.errors)} errors${errorKindsText(a.errorKinds)}`,
     )
   }
   return out.join('\n')
 }
+

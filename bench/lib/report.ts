@@ -48,7 +48,10 @@ export interface Summary {
   p50: number
   p99: number
   p999: number
+  /** socket errors and timeouts, every round's */
   errors: number
+  /** the same by kind (load.ts errorKinds), e.g. { ECONNRESET: 1 } */
+  errorKinds: Record<string, number>
   non2xx: Record<string, number>
   wrong: number
   requests: number
@@ -66,6 +69,8 @@ export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefin
   if (!runs || runs.length === 0) return undefined
   const non2xx: Record<string, number> = {}
   for (const r of runs) for (const [status, n] of Object.entries(r.statuses)) if (!status.startsWith('2')) non2xx[status] = (non2xx[status] ?? 0) + n
+  const errorKinds: Record<string, number> = {}
+  for (const r of runs) for (const [kind, n] of Object.entries(r.errorKinds ?? {})) errorKinds[kind] = (errorKinds[kind] ?? 0) + n
   return {
     rounds: runs.length,
     rps: median(runs.map((r) => r.rps)),
@@ -73,7 +78,9 @@ export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefin
     p50: median(runs.map((r) => r.latency.p50)),
     p99: median(runs.map((r) => r.latency.p99)),
     p999: median(runs.map((r) => r.latency.p999)),
-    errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    // autocannon's errors include its timeouts
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    errorKinds,
     non2xx,
     wrong: runs.reduce((n, r) => n + r.wrong, 0),
     requests: runs.reduce((n, r) => n + r.responses, 0),
@@ -89,6 +96,11 @@ interface Check {
 
 /** the generator's and the server's share of one core, e.g. "98/72 %": a generator near 100 % bounded the run */
 const cpuShares = (x: Summary) => (x.generatorCpu === undefined ? '-' : `${Math.round(x.generatorCpu * 100)}/${x.serverCpu === undefined ? '-' : Math.round(x.serverCpu * 100)} %`)
+/** " (ECONNRESET 2, timeout 1)": what the errors were, so that a miss for them says why. */
+export function errorKindsText(kinds: Record<string, number>): string {
+  const entries = Object.entries(kinds)
+  return entries.length === 0 ? '' : ` (${entries.map(([kind, n]) => `${kind} ${n.toLocaleString('en-US')}`).join(', ')})`
+}
 const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US'))
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '-' : (a / b).toFixed(2) + '×')
 const statuses = (s: Record<string, number>) =>
@@ -142,7 +154,7 @@ export function buildTable(report: Report, markdown: boolean): string {
       fmtMs(x.p50),
       fmtMs(x.p99),
       fmtMs(x.p999),
-      int(x.errors),
+      int(x.errors) + errorKindsText(x.errorKinds),
       statuses(x.non2xx),
       key === 'mixed' ? int(x.wrong) : '-',
       rssMax(key) === undefined ? '-' : int(rssMax(key)),
@@ -248,7 +260,7 @@ export function buildTable(report: Report, markdown: boolean): string {
         fmtMs(x.p99),
         fmtMs(ver),
         fmtMs(inv),
-        int(x.errors),
+        int(x.errors) + errorKindsText(x.errorKinds),
         int(x.wrong),
         rssKey?.length ? int(Math.max(...rssKey)) : '-',
       ]
