@@ -391,6 +391,7 @@ async function main(): Promise<void> {
     if (want('invalidate')) await measured('invalidate', `invalidate ${r}`, () => S.invalidate(ds), urls, main)
     for (const path of proxyRig?.paths ?? []) await measured(path.key, `${path.label} ${r}`, () => proxiedChat(ds, path), [path.url], path.checked ? main : proxyRig!.backend)
     if (want('mixed')) {
+      if (update) await measured('mixed-shape', `bare fastify + plain UPDATE, mixed's shape ${r}`, () => S.mixedShape(ds), [update.url], update)
       await measured('mixed', `mixed ${r}`, () => (mixedWorkload = S.mixed(ds, { readVersion })), urls, main)
       mixedStats.push({ ...mixedWorkload!.stats })
       S.saveMixed(ds, mixedWorkload!)

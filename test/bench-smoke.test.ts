@@ -33,7 +33,8 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   t.match(run.stdout, /scenario\s+req\/s/, 'prints the table')
   t.match(run.stdout, /each round against the bare round before it\n\n.*round 1\s+round 2\n.*\nbare Fastify\s+[\d,]+ \(\d+ µs\)\s+[\d,]+ \(\d+ µs\)\nverify-hot\s+\d+\.\d\d× \(\d+ µs\)\s+\d+\.\d\d× \(\d+ µs\)\n/, 'and each round against its bare round, with the server\'s CPU per request')
   const report = JSON.parse(readFileSync(json, 'utf8')) as { results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number } }>>; memory?: { heapBytesPerUser: number } }
-  for (const key of ['bare', 'verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed']) {
+  t.match(run.stdout, /mixed's shape on bare Fastify with the plain UPDATE as its 1 %: \d+\.\d\d× of bare Fastify.*; mixed ÷ that shape \d+\.\d\d×/, "and mixed against the same shape on bare Fastify with its writes committed")
+  for (const key of ['bare', 'verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed-shape', 'mixed']) {
     const runs = report.results[key]
     t.ok(runs && runs.length > 0, `${key} ran`)
     t.ok(runs && runs[0]!.responses > 0 && Number.isFinite(runs[0]!.rps) && Number.isFinite(runs[0]!.latency.p99), `${key} reports numbers`)

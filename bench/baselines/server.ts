@@ -5,7 +5,9 @@
  *   naive   what most tutorials build: verify the JWT (fast-jwt, no cache), then read the
  *           user's row from PostgreSQL on every request and compare token_version
  *   update  a plain single-row UPDATE of customer_user per request (the statement an
- *           invalidation commits), autocommit: what PostgreSQL commits cost here
+ *           invalidation commits), autocommit: what PostgreSQL commits cost here; with
+ *           bare's constant verify and token routes beside it, so that `mixed`'s shape
+ *           (95/4/1) can run against it: the ceiling of any server that commits its writes
  *
  *   node dist/bench/baselines/server.js bare|naive|update
  *   env: PORT, DATABASE_URL (naive, update) or PGLITE_DIR (update on the embedded store), JWT_SECRET (naive)
@@ -47,6 +49,9 @@ if (mode === 'bare') {
     return { user: { id: user.id, externalId: user.external_id, companyId: user.company_id, agentId: user.agent_id }, tokenVersion: user.token_version }
   })
 } else if (mode === 'update') {
+  const constant = { ok: true }
+  app.all('/rest/v1/auth/verify', async () => constant)
+  app.post('/rest/v1/auth/token', async () => constant)
   let db: Db
   if (process.env.PGLITE_DIR) {
     const { createPgliteDb } = await import('../../src/store/db.js')

@@ -127,6 +127,24 @@ export function invalidate(ds: Dataset): Workload {
   }
 }
 
+/**
+ * `mixed`'s shape without its model, for the baseline server of plain UPDATEs (whose verify
+ * and token routes answer a constant): 95 % the verify-hot requests, 4 % token requests for
+ * hot users, 1 % invalidations over the invalidate range, drawn at random as `mixed` draws.
+ * It measures what a server that commits 1 % of its requests can reach on this machine.
+ */
+export function mixedShape(ds: Dataset): Workload {
+  const verify = verifyHot(ds)
+  const issue = issueExisting(ds)
+  const write = invalidate(ds)
+  return {
+    next(slot: Slot): RequestSpec {
+      const r = Math.random()
+      return r < 0.95 ? { ...verify.next(slot), kind: 'verify' } : r < 0.99 ? { ...issue.next(slot), kind: 'issue' } : { ...write.next(slot), kind: 'invalidate' }
+    },
+  }
+}
+
 export interface MixedStats {
   verifies: number
   staleSent: number
