@@ -177,4 +177,3 @@ export function proxyTable(results: Record<string, LoadResult[]>, markdown: bool
   }
   return out.join('\n')
 }
-
