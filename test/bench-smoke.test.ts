@@ -32,7 +32,15 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   t.equal(run.status, 0, `exits 0\n${run.stderr.slice(-3000)}`)
   t.match(run.stdout, /scenario\s+req\/s/, 'prints the table')
   t.match(run.stdout, /each round against the bare round before it\n\n.*round 1\s+round 2\n.*\nbare Fastify\s+[\d,]+ \(\d+ µs\)\s+[\d,]+ \(\d+ µs\)\nverify-hot\s+\d+\.\d\d× \(\d+ µs\)\s+\d+\.\d\d× \(\d+ µs\)\n/, 'and each round against its bare round, with the server\'s CPU per request')
-  const report = JSON.parse(readFileSync(json, 'utf8')) as { results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number } }>>; memory?: { heapBytesPerUser: number } }
+  const report = JSON.parse(readFileSync(json, 'utf8')) as {
+    results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number }; errors: number; errorKinds: Record<string, number> }>>
+    memory?: { heapBytesPerUser: number }
+  }
+  // every error of every run is counted once, under its kind (a socket error's code, or "timeout")
+  const uncounted = Object.entries(report.results).flatMap(([key, runs]) =>
+    runs.filter((run) => typeof run.errorKinds !== 'object' || Object.values(run.errorKinds).reduce((a, b) => a + b, 0) !== run.errors).map(() => key),
+  )
+  t.same(uncounted, [], 'each run counts its errors by kind')
   t.match(run.stdout, /mixed's shape on bare Fastify with the plain UPDATE as its 1 %: \d+\.\d\d× of bare Fastify.*; mixed ÷ that shape \d+\.\d\d×/, "and mixed against the same shape on bare Fastify with its writes committed")
   for (const key of ['bare', 'verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed-shape', 'mixed']) {
     const runs = report.results[key]
