@@ -186,12 +186,13 @@ async function run(command: string, args: string[], env: NodeJS.ProcessEnv, port
 /**
  * nginx in the foreground, as any user: `http { … }` holds the shipped `server` block (or
  * `locations`, wrapped in one), with temp paths and logs in a temporary folder. One worker
- * of 256 connections unless `tuning` says otherwise (the bench runs Debian's `auto`).
+ * of 256 connections unless `tuning` says otherwise (the bench runs Debian's `auto`);
+ * `keepaliveRequests` sets nginx's `keepalive_requests` for the clients' connections.
  */
 export async function startNginx(
   config: { server: string } | { locations: string; upstreams: Record<string, string> },
   port: number,
-  tuning: { workers?: number | 'auto'; connections?: number } = {},
+  tuning: { workers?: number | 'auto'; connections?: number; keepaliveRequests?: number } = {},
 ): Promise<Proxy> {
   const dir = mkdtempSync(join(tmpdir(), 'chat-auth-nginx-'))
   chmodSync(dir, 0o755)
@@ -205,12 +206,13 @@ export async function startNginx(
       : `${Object.entries(config.upstreams)
           .map(([name, address]) => `upstream ${name} { server ${address}; }`)
           .join('\n')}\nserver {\n  listen 127.0.0.1:${port};\n${config.locations}\n}\n`
+  const keepalive = tuning.keepaliveRequests === undefined ? '' : `\n  keepalive_requests ${tuning.keepaliveRequests};`
   writeFileSync(
     join(dir, 'nginx.conf'),
     `worker_processes ${tuning.workers ?? 1};
 events { worker_connections ${tuning.connections ?? 256}; }
 http {
-  access_log off;
+  access_log off;${keepalive}
   client_body_temp_path ${dir}/body;
   proxy_temp_path ${dir}/proxy;
   fastcgi_temp_path ${dir}/fastcgi;
