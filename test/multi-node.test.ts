@@ -52,8 +52,8 @@ t.test('three nodes: a change made on one is refused on the others the moment it
   const [a, b, c] = nodes.map((n) => n.url) as [string, string, string]
 
   // Each node answered /readyz 200 before it was handed over; on a loaded machine one can
-  // then say 503 for a moment (its 500 ms lease lapsed before the renewal ran: it stops
-  // vouching, as it must). It has to vouch again, soon.
+  // then say 503 for a moment (say its 500 ms lease lapsed before the renewal ran, or its
+  // database ping took over 2 s: it stops vouching, as it must). It has to vouch again, soon.
   const ready = await waitFor('node-1 to vouch for its cache', () => call(b, 'GET', '/readyz'), { until: (answer) => answer.status === 200, timeoutMs: 10_000 })
   t.equal(ready.status, 200, '/readyz: the channel vouches for the cache')
 
