@@ -70,7 +70,7 @@ export function summarizeRuns(runs: LoadResult[] | undefined): Summary | undefin
   const non2xx: Record<string, number> = {}
   for (const r of runs) for (const [status, n] of Object.entries(r.statuses)) if (!status.startsWith('2')) non2xx[status] = (non2xx[status] ?? 0) + n
   const errorKinds: Record<string, number> = {}
-  for (const r of runs) for (const [kind, n] of Object.entries(r.errorKinds ?? {})) errorKinds[kind] = (errorKinds[kind] ?? 0) + n
+  for (const r of runs) for (const [kind, n] of Object.entries(r.errorKinds)) errorKinds[kind] = (errorKinds[kind] ?? 0) + n
   return {
     rounds: runs.length,
     rps: median(runs.map((r) => r.rps)),
