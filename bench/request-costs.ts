@@ -8,7 +8,10 @@
  *   node dist/bench/request-costs.js [--rounds 5] [--duration 3] [--kinds bare,verify-hot,…] [--host OTHER/dist/bench/node-host.js]
  *
  * PostgreSQL's share is the CPU of every `postgres` process of this machine: run it with
- * nothing else using the server.
+ * nothing else using the server. The node runs without Redis, as `npm run bench`'s does.
+ * Two kinds take `mixed` apart: its shape on the baseline server of plain UPDATEs (what any
+ * server committing the same 1 % costs), and `mixed` without its invalidations (95/5/0:
+ * what the writes add to the rest).
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -26,6 +29,8 @@ const KINDS = {
   'issue-existing': 'token for a known user, round-robin over the hot set',
   invalidate: 'invalidate-token, round-robin over 2,000 users',
   update: 'a plain single-row UPDATE (the baseline server)',
+  'mixed-shape': "mixed's 95/4/1 on the baseline server (bare's constant, the plain UPDATE)",
+  'mixed-no-invalidations': 'mixed without its invalidations (95/5/0)',
   mixed: 'the mixed scenario (95/4/1)',
 } as const
 type Kind = keyof typeof KINDS
@@ -69,7 +74,7 @@ try {
   }
   const node = await start('node', args.host!, [], nodeEnv, '/readyz')
   const bare = await start('bare', DIST + 'bench/baselines/server.js', ['bare'], {})
-  const update = kinds.includes('update') ? await start('update', DIST + 'bench/baselines/server.js', ['update'], { DATABASE_URL: nodeEnv.DATABASE_URL! }) : undefined
+  const update = kinds.includes('update') || kinds.includes('mixed-shape') ? await start('update', DIST + 'bench/baselines/server.js', ['update'], { DATABASE_URL: nodeEnv.DATABASE_URL! }) : undefined
 
   // The node knows every user and their external ids, as after the kit's fill and priming.
   const quiet = { connections: 50, progress: null }
@@ -85,9 +90,11 @@ try {
     'issue-existing': () => S.issueExisting(ds),
     invalidate: () => S.invalidate(ds),
     update: () => S.invalidate(ds),
+    'mixed-shape': () => S.mixedShape(ds),
+    'mixed-no-invalidations': () => S.mixed(ds, { invalidateShare: 0 }),
     mixed: () => S.mixed(ds),
   }
-  const target = (kind: Kind) => (kind === 'bare' ? bare : kind === 'update' ? update! : node)
+  const target = (kind: Kind) => (kind === 'bare' ? bare : kind === 'update' || kind === 'mixed-shape' ? update! : node)
 
   const samples = new Map<Kind, Array<{ rps: number; node: number; generator: number; postgres: number }>>()
   const rounds = Number(args.rounds)

@@ -167,9 +167,15 @@ export interface MixedStats {
  */
 export function mixed(
   ds: Dataset,
-  options: { staleShare?: number; readVersion?: (userId: string) => Promise<number | undefined> } = {},
+  options: {
+    staleShare?: number
+    /** the share of requests that are invalidations, the rest of the 5 % being token requests (0.01) */
+    invalidateShare?: number
+    readVersion?: (userId: string) => Promise<number | undefined>
+  } = {},
 ): Workload & { stats: MixedStats; state(): Dataset['mixed']; reset(): void; settle(): Promise<void> } {
   const staleShare = options.staleShare ?? 0.1
+  const issueBelow = 1 - (options.invalidateShare ?? 0.01)
   const m = ds.layout.mixed
   const version = ds.mixed.version.slice()
   const current = ds.mixed.current.slice()
@@ -244,7 +250,7 @@ export function mixed(
         slot.tv = useStale ? staleVersion[u] : currentVersion[u]
         return { method: 'GET', path: VERIFY, headers: bearer(token), kind: 'verify' }
       }
-      if (r < 0.99) {
+      if (r < issueBelow) {
         slot.op = 'issue'
         return { method: 'POST', path: TOKEN, body: tokenBodies[u]!, kind: 'issue' }
       }
