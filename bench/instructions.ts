@@ -10,13 +10,18 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
  *
  * `--cache-sim` also counts, per request, the data reads and writes that miss callgrind's
  * simulated last-level cache (`--cache-sim=yes`): what a larger working set costs when the
  * host's cache is shared with busy neighbours, which the instruction count does not show.
  *
- * Needs valgrind (callgrind_control) and PostgreSQL at --pg-url.
+ * `--functions N` names where they go: the N functions with the most instructions of their
+ * own per request, JavaScript included (V8 writes its code's names with `--perf-basic-prof`:
+ * lib/callgrind-functions.ts), and with both targets what the node spends beyond bare
+ * Fastify in each. Background work is not taken out of these.
+ *
+ * Needs valgrind (callgrind_control, callgrind_annotate) and PostgreSQL at --pg-url.
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -29,6 +34,7 @@ import { runLoad, type Workload } from './lib/load.js'
 import { DIST, freePort } from './lib/procs.js'
 import * as S from './lib/scenarios.js'
 import { scratchDataset } from './lib/scratch.js'
+import { instructionsByFunction } from './lib/callgrind-functions.js'
 import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
 
 const { values: args } = parseArgs({
@@ -42,12 +48,14 @@ const { values: args } = parseArgs({
     'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
     'keep-dumps': { type: 'string' },
     'cache-sim': { type: 'boolean', default: false },
+    functions: { type: 'string' },
   },
 })
 const cacheSim = args['cache-sim']!
 const requests = Number(args.requests)
 const hot = Number(args.hot)
 const connections = Number(args.connections)
+const functions = args.functions === undefined ? 0 : Number(args.functions)
 /**
  * Each scenario and the one status all its answers must have; `mixed` (95/4/1 of the kit,
  * one model over every load, so that its own check counts wrong answers) answers 200 or 401.
@@ -71,6 +79,8 @@ interface Counted {
   /** instructions per second while idle, taken out of perRequest */
   idlePerSecond: number
   perRequest: number
+  /** with --functions: each function's own instructions per request, background included */
+  byFunction?: Map<string, number>
 }
 
 async function underCallgrind(target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, dumps: string, workload: () => Workload): Promise<Counted> {
@@ -82,7 +92,19 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     // depend on how valgrind schedules its helpers. A fixed young generation: V8 sizes it by
     // the allocation rate per second, and scavenges were a third of a node's count, so a
     // slower run (a busier machine) counted up to 1.7× more per request.
-    ['--tool=callgrind', '--instr-atstart=no', ...(cacheSim ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--min-semi-space-size=16', '--max-semi-space-size=16', script, ...scriptArgs],
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      ...(cacheSim ? ['--cache-sim=yes'] : []),
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      '--single-threaded',
+      '--min-semi-space-size=16',
+      '--max-semi-space-size=16',
+      ...(functions > 0 ? ['--perf-basic-prof'] : []),
+      script,
+      ...scriptArgs,
+    ],
     { name: target, inheritEnv: true, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, ipc: true },
   )
   const url = `http://127.0.0.1:${port}`
@@ -103,7 +125,8 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     if (expected === undefined ? result.wrong > 0 || result.errors > 0 : result.statuses[expected] !== result.responses) {
       throw new Error(`${target}: ${expected === undefined ? `${result.wrong} wrong answers` : `not every answer was ${expected}`}: ${JSON.stringify(result.statuses)}`)
     }
-    const { instructions, lastLevelMisses } = await nextDump(dumps, target, url + readyPath, loadDumps)
+    const { instructions, lastLevelMisses, file } = await nextDump(dumps, target, url + readyPath, loadDumps)
+    const byFunction = functions > 0 ? perRequestOf(instructionsByFunction(file, perfMapOf(proc.pid)), result.responses) : undefined
     // What the process runs by the clock whatever it serves (a node's heartbeats, prom-client's
     // event-loop monitor): counted while idle, per second, and taken out of the load's count,
     // which otherwise grows with how slowly the shared machine let the load run.
@@ -116,11 +139,17 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     const idlePerSecond = idle.instructions / ((performance.now() - idleStarted) / 1000)
     const background = idlePerSecond * result.elapsedS
     const lastLevelMissesPerRequest = lastLevelMisses === undefined ? undefined : lastLevelMisses / result.responses
-    return { target, requests: result.responses, instructions, lastLevelMissesPerRequest, idlePerSecond, perRequest: (instructions - background) / result.responses }
+    return { target, requests: result.responses, instructions, lastLevelMissesPerRequest, idlePerSecond, perRequest: (instructions - background) / result.responses, byFunction }
   } finally {
     await proc.stop(10_000)
+    if (functions > 0) rmSync(perfMapOf(proc.pid), { force: true })
   }
 }
+
+/** Where V8 writes the names of the code it makes under --perf-basic-prof (valgrind runs node in its own process). */
+const perfMapOf = (pid: number) => `/tmp/perf-${pid}.map`
+
+const perRequestOf = (counts: Map<string, number>, requests: number) => new Map([...counts].map(([name, count]) => [name, count / requests]))
 
 const IDLE_MS = 10_000
 
@@ -142,6 +171,8 @@ function dumpCount(dir: string, target: string): number {
 }
 
 interface DumpTotals {
+  /** the dump these came from */
+  file: string
   instructions: number
   /** DLmr + DLmw, when the cache was simulated */
   lastLevelMisses?: number
@@ -161,7 +192,7 @@ function readDumps(dir: string, target: string): DumpTotals | undefined {
   const at = (name: string) => totals[events.indexOf(name)]
   const reads = at('DLmr')
   const writes = at('DLmw')
-  return { instructions: at('Ir') ?? totals[0]!, lastLevelMisses: reads === undefined || writes === undefined ? undefined : reads + writes }
+  return { file: join(dir, last), instructions: at('Ir') ?? totals[0]!, lastLevelMisses: reads === undefined || writes === undefined ? undefined : reads + writes }
 }
 
 const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
@@ -186,3 +217,19 @@ for (const r of results) {
 const bare = results.find((r) => r.target === 'bare')
 const node = results.find((r) => r.target === 'node')
 if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (${scenario}'s CPU-bound ceiling as a ratio to bare Fastify)\n`)
+if (functions > 0) printFunctions(results)
+
+/** The top functions by their own instructions per request; with both targets, by what the node spends beyond bare. */
+function printFunctions(counted: Counted[]): void {
+  const [first, second] = counted
+  const fmt = (n: number | undefined) => Math.round(n ?? 0).toLocaleString('en-US').padStart(9)
+  if (second === undefined) {
+    process.stdout.write(`\n${first!.target}: own instructions per request by function (background included)\n`)
+    for (const [name, count] of [...first!.byFunction!].sort((a, b) => b[1] - a[1]).slice(0, functions)) process.stdout.write(`${fmt(count)}  ${name}\n`)
+    return
+  }
+  const names = new Set([...first!.byFunction!.keys(), ...second.byFunction!.keys()])
+  const rows = [...names].map((name) => ({ name, bare: first!.byFunction!.get(name) ?? 0, node: second.byFunction!.get(name) ?? 0 }))
+  process.stdout.write(`\nown instructions per request by function (background included), by what the node spends beyond bare Fastify\n${'node−bare'.padStart(9)} ${'bare'.padStart(9)} ${'node'.padStart(9)}  function\n`)
+  for (const row of rows.sort((a, b) => b.node - b.bare - (a.node - a.bare)).slice(0, functions)) process.stdout.write(`${fmt(row.node - row.bare)} ${fmt(row.bare)} ${fmt(row.node)}  ${row.name}\n`)
+}
