@@ -19,7 +19,8 @@
  * `--functions N` names where they go: the N functions with the most instructions of their
  * own per request, JavaScript included (V8 writes its code's names with `--perf-basic-prof`:
  * lib/callgrind-functions.ts), and with both targets what the node spends beyond bare
- * Fastify in each. Background work is not taken out of these.
+ * Fastify in each. Background work is not taken out of these, and V8 writing the names of
+ * code it compiles during the load (`vfprintf`) is counted in them and in the totals.
  *
  * Needs valgrind (callgrind_control, callgrind_annotate) and PostgreSQL at --pg-url.
  */
@@ -56,6 +57,7 @@ const requests = Number(args.requests)
 const hot = Number(args.hot)
 const connections = Number(args.connections)
 const functions = args.functions === undefined ? 0 : Number(args.functions)
+if (!Number.isInteger(functions) || functions < 0) throw new Error('--functions: a number of functions to list')
 /**
  * Each scenario and the one status all its answers must have; `mixed` (95/4/1 of the kit,
  * one model over every load, so that its own check counts wrong answers) answers 200 or 401.
