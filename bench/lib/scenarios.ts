@@ -127,6 +127,10 @@ export function invalidate(ds: Dataset): Workload {
   }
 }
 
+/** `mixed`'s draw: 95 % verifications, 1 % invalidations, the rest token requests (its shape on the baseline server draws the same). */
+const MIXED_VERIFY_SHARE = 0.95
+const MIXED_INVALIDATE_SHARE = 0.01
+
 /**
  * `mixed`'s shape without its model, for the baseline server of plain UPDATEs (whose verify
  * and token routes answer a constant): 95 % the verify-hot requests, 4 % token requests for
@@ -140,7 +144,7 @@ export function mixedShape(ds: Dataset): Workload {
   return {
     next(slot: Slot): RequestSpec {
       const r = Math.random()
-      return r < 0.95 ? { ...verify.next(slot), kind: 'verify' } : r < 0.99 ? { ...issue.next(slot), kind: 'issue' } : { ...write.next(slot), kind: 'invalidate' }
+      return r < MIXED_VERIFY_SHARE ? { ...verify.next(slot), kind: 'verify' } : r < 1 - MIXED_INVALIDATE_SHARE ? { ...issue.next(slot), kind: 'issue' } : { ...write.next(slot), kind: 'invalidate' }
     },
   }
 }
@@ -175,7 +179,7 @@ export function mixed(
   } = {},
 ): Workload & { stats: MixedStats; state(): Dataset['mixed']; reset(): void; settle(): Promise<void> } {
   const staleShare = options.staleShare ?? 0.1
-  const issueBelow = 1 - (options.invalidateShare ?? 0.01)
+  const issueBelow = 1 - (options.invalidateShare ?? MIXED_INVALIDATE_SHARE)
   const m = ds.layout.mixed
   const version = ds.mixed.version.slice()
   const current = ds.mixed.current.slice()
@@ -243,7 +247,7 @@ export function mixed(
       slot.gen = generation[u]
       slot.inflight = inflight[u]
       slot.known = version[u]
-      if (r < 0.95) {
+      if (r < MIXED_VERIFY_SHARE) {
         const useStale = stale[u] !== undefined && Math.random() < staleShare
         const token = useStale ? stale[u]! : current[u]!
         slot.op = 'verify'
