@@ -145,3 +145,22 @@ t.test("a writer's confirmation: only the server a majority of sentinels names n
   t.equal(await watch.confirm(other, performance.now(), 5000), undefined, 'any other server is refused: a writer whose PUBLISH it ran answers 503')
   t.equal(await watch.confirm(primary, performance.now(), 5000), since, 'the same majority keeps its first moment')
 })
+
+t.test("the kit's failover() asks again when Sentinel aborted the failover (a replica that missed failover-timeout)", async (t) => {
+  // A set of its own: this one ends with its roles swapped.
+  const own = await startSentinelSet('chat-auth-aborted')
+  t.teardown(() => own.stop())
+  const replica = own.dataPorts.find((port) => port !== own.dataPorts[0])!
+  await own.waitForRole(replica, 'slave')
+  const pid = Number(/process_id:(\d+)/.exec(await (await own.client(replica)).info('server'))![1])
+  // Stopped as the failover starts, it reports its promotion only after Sentinel gave up on it
+  // (failover-timeout 2 s): the sentinels keep naming the old primary until asked again.
+  process.kill(pid, 'SIGSTOP')
+  const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 4000)
+  t.teardown(() => {
+    clearTimeout(resume)
+    process.kill(pid, 'SIGCONT')
+  })
+  t.equal(await own.failover(40_000), replica, 'the replica is the primary')
+  t.same(await own.namedPorts(), [replica, replica, replica], 'every sentinel names it')
+})

@@ -242,6 +242,10 @@ export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet>
     return reply ? Number(reply[1]) : undefined
   }
   const namedPorts = () => Promise.all(sentinelPorts.map(named))
+  const failoverInProgress = async (sentinel: Redis) => {
+    const fields = (await sentinel.call('SENTINEL', 'MASTER', name)) as string[]
+    return fields[fields.indexOf('flags') + 1]!.includes('failover_in_progress')
+  }
   const everyoneNames = (port: number, what: string, timeoutMs: number) =>
     waitFor(what, namedPorts, { until: (ports) => ports.every((p) => p === port), timeoutMs, everyMs: 50 })
   const set: SentinelSet = {
@@ -261,9 +265,20 @@ export async function startSentinelSet(name = 'chat-auth'): Promise<SentinelSet>
     async failover(timeoutMs = 20_000) {
       const before = await set.primaryPort()
       const after = dataPorts.find((p) => p !== before)!
-      // A sentinel refuses while it sees no replica fit for promotion yet (just after a resync).
-      await waitFor('SENTINEL FAILOVER to be accepted', async () => (await client(sentinelPorts[0]!)).call('SENTINEL', 'FAILOVER', name), { until: (reply) => reply === 'OK', timeoutMs, everyMs: 200 })
-      await everyoneNames(after, `every sentinel to name ${after} after SENTINEL FAILOVER`, timeoutMs)
+      const asked = await client(sentinelPorts[0]!)
+      // Asked again whenever no sentinel names the new primary and none is failing over: a
+      // sentinel refuses while it sees no replica fit for promotion (just after a resync), and
+      // aborts a failover whose replica does not report its promotion within failover-timeout
+      // (2 s here, which a loaded machine can miss), after which it names the old primary for good.
+      await waitFor(
+        `every sentinel to name ${after} after SENTINEL FAILOVER`,
+        async () => {
+          const ports = await namedPorts()
+          if (!ports.includes(after) && !(await failoverInProgress(asked))) await asked.call('SENTINEL', 'FAILOVER', name).catch(() => {})
+          return ports
+        },
+        { until: (ports) => ports.every((p) => p === after), timeoutMs, everyMs: 200 },
+      )
       return after
     },
     async killPrimary(timeoutMs = 30_000) {
