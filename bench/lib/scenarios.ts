@@ -325,10 +325,15 @@ export function mixed(
   }
 }
 
-/** The mixed model as a run left it, for the next run to start from. */
+/**
+ * The mixed model as a run left it, for the next run to start from, the users whose
+ * version it no longer knows included: left out, the next run would judge them by a version
+ * an abandoned invalidation may have raised, and count its own answers as wrong.
+ */
 export function saveMixed(ds: Dataset, workload: ReturnType<typeof mixed>): void {
   const state = workload.state()
   ds.mixed.version = state.version
   ds.mixed.current = state.current
   ds.mixed.stale = state.stale
+  ds.mixed.uncertain = state.uncertain
 }
