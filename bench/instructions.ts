@@ -10,7 +10,7 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed|mixed-no-invalidations] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
  *
  * `--cache-sim` also counts, per request, the data reads and writes that miss callgrind's
  * simulated last-level cache (`--cache-sim=yes`): what a larger working set costs when the
@@ -68,6 +68,7 @@ const SCENARIOS: Record<string, { workload: (ds: Dataset) => Workload; status: s
   'issue-existing': { workload: S.issueExisting, status: '200' },
   invalidate: { workload: S.invalidate, status: '200' },
   mixed: { workload: S.mixed, status: undefined },
+  'mixed-no-invalidations': { workload: (ds) => S.mixed(ds, { invalidateShare: 0 }), status: undefined },
 }
 const scenario = args.scenario!
 if (!(scenario in SCENARIOS)) throw new Error(`--scenario: one of ${Object.keys(SCENARIOS).join(', ')}`)
@@ -202,7 +203,7 @@ const { ds, nodeEnv, drop } = await scratchDataset(args['pg-url']!, hot)
 const results: Counted[] = []
 try {
   // mixed keeps one model of every user's version across the loads; bare Fastify gets verify-hot's requests (its answers are not judged)
-  const shared = scenario === 'mixed' ? SCENARIOS.mixed!.workload(ds) : undefined
+  const shared = scenario.startsWith('mixed') ? SCENARIOS[scenario]!.workload(ds) : undefined
   const workload = () => shared ?? SCENARIOS[scenario]!.workload(ds)
   const bareWorkload = () => (shared ? S.verifyHot(ds) : workload())
   if (args.only !== 'node') results.push(await underCallgrind('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', dumps, bareWorkload))

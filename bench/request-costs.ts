@@ -5,7 +5,13 @@
  * the same moments of a shared machine. CPU per request moves less with a noisy host than
  * req/s does; the medians over rounds say what a kind adds to `mixed`.
  *
- *   node dist/bench/request-costs.js [--rounds 5] [--duration 3] [--kinds bare,verify-hot,…] [--host OTHER/dist/bench/node-host.js]
+ *   node dist/bench/request-costs.js [--rounds 5] [--duration 3] [--kinds bare,verify-hot,…] [--rate R] [--host OTHER/dist/bench/node-host.js]
+ *
+ * `--rate R` offers every kind but `bare` R requests a second instead of as many as are
+ * answered: what a request costs when it comes at that rate, e.g. `--kinds
+ * bare,invalidate,update --rate 340`, `mixed`'s writes at its rate alone. Each process's CPU
+ * while idle (timers, PostgreSQL's background work), measured before the rounds, is taken
+ * out of every kind's; at a low rate it would otherwise count per request.
  *
  * PostgreSQL's share is the CPU of every `postgres` process of this machine: run it with
  * nothing else using the server. The node runs without Redis, as `npm run bench`'s does.
@@ -45,8 +51,11 @@ const { values: args } = parseArgs({
     hot: { type: 'string', default: '10000' },
     host: { type: 'string', default: DIST + 'bench/node-host.js' },
     'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
+    rate: { type: 'string' },
   },
 })
+const rate = args.rate === undefined ? undefined : Number(args.rate)
+if (rate !== undefined && !(rate > 0)) throw new Error('--rate: requests a second, more than 0')
 const kinds = args.kinds!.split(',') as Kind[]
 for (const kind of kinds) if (!(kind in KINDS)) throw new Error(`unknown kind ${kind}: one of ${Object.keys(KINDS).join(', ')}`)
 
@@ -98,6 +107,18 @@ try {
   }
   const target = (kind: Kind) => (kind === 'bare' ? bare : ON_UPDATE_SERVER.has(kind) ? update! : node)
 
+  // CPU seconds per second of each process with no load, taken out of every measurement below
+  const idleS = 3
+  const idleBefore = { node: cpuSeconds(node.pid)!, bare: cpuSeconds(bare.pid)!, update: update ? cpuSeconds(update.pid)! : 0, postgres: postgresCpuSeconds() }
+  await new Promise((resolve) => setTimeout(resolve, idleS * 1000))
+  const idle = {
+    node: (cpuSeconds(node.pid)! - idleBefore.node) / idleS,
+    bare: (cpuSeconds(bare.pid)! - idleBefore.bare) / idleS,
+    update: update ? (cpuSeconds(update.pid)! - idleBefore.update) / idleS : 0,
+    postgres: (postgresCpuSeconds() - idleBefore.postgres) / idleS,
+  }
+  const idleOf = (proc: Proc) => (proc === node ? idle.node : proc === bare ? idle.bare : idle.update)
+
   const samples = new Map<Kind, Array<{ rps: number; node: number; generator: number; postgres: number }>>()
   const rounds = Number(args.rounds)
   const durationS = Number(args.duration)
@@ -111,14 +132,14 @@ try {
       const generatorBefore = process.cpuUsage()
       const serverBefore = cpuSeconds(proc.pid)!
       const postgresBefore = postgresCpuSeconds()
-      const result = await runLoad(workload, { ...quiet, label: kind, urls: [proc.url], durationS })
+      const result = await runLoad(workload, { ...quiet, label: kind, urls: [proc.url], durationS, ...(rate !== undefined && kind !== 'bare' ? { rate } : {}) })
       const generator = process.cpuUsage(generatorBefore)
       const perRequest = (seconds: number) => (1e6 * seconds) / result.responses
       const sample = {
         rps: result.rps,
-        node: perRequest(cpuSeconds(proc.pid)! - serverBefore),
+        node: perRequest(cpuSeconds(proc.pid)! - serverBefore - idleOf(proc) * result.elapsedS),
         generator: perRequest((generator.user + generator.system) / 1e6),
-        postgres: perRequest(postgresCpuSeconds() - postgresBefore),
+        postgres: perRequest(postgresCpuSeconds() - postgresBefore - idle.postgres * result.elapsedS),
       }
       // the next round's model starts from this one's versions and tokens
       if (kind === 'mixed') S.saveMixed(ds, workload as ReturnType<typeof S.mixed>)
@@ -129,7 +150,10 @@ try {
   }
 
   const bareRps = samples.get('bare')?.map((s) => s.rps)
-  process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections); × bare: each round's req/s over the bare round before it\n\n`)
+  const offered = rate === undefined ? '' : `; every kind but bare offered ${rate} req/s`
+  const idleMs = (share: number) => (1000 * share).toFixed(1)
+  process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections${offered}); × bare: each round's req/s over the bare round before it\n`)
+  process.stdout.write(`idle CPU taken out, ms per s: node ${idleMs(idle.node)}, bare ${idleMs(idle.bare)}, update ${idleMs(idle.update)}, PostgreSQL ${idleMs(idle.postgres)}\n\n`)
   process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|\n')
   for (const kind of kinds) {
     const rows = samples.get(kind)!
