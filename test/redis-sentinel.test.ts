@@ -156,10 +156,17 @@ t.test("the kit's failover() asks again when Sentinel aborted the failover (a re
   // Stopped as the failover starts, it reports its promotion only after Sentinel gave up on it
   // (failover-timeout 2 s): the sentinels keep naming the old primary until asked again.
   process.kill(pid, 'SIGSTOP')
-  const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 4000)
+  const resume = () => {
+    try {
+      process.kill(pid, 'SIGCONT')
+    } catch {
+      // already gone: the set was stopped
+    }
+  }
+  const resuming = setTimeout(resume, 4000)
   t.teardown(() => {
-    clearTimeout(resume)
-    process.kill(pid, 'SIGCONT')
+    clearTimeout(resuming)
+    resume()
   })
   t.equal(await own.failover(40_000), replica, 'the replica is the primary')
   t.same(await own.namedPorts(), [replica, replica, replica], 'every sentinel names it')
