@@ -20,6 +20,7 @@
  * what the writes add to the rest).
  */
 import { readdirSync, readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { scratchDataset } from './lib/scratch.js'
 import { runLoad, type Workload } from './lib/load.js'
@@ -109,15 +110,11 @@ try {
 
   // CPU seconds per second of each process with no load, taken out of every measurement below
   const idleS = 3
-  const idleBefore = { node: cpuSeconds(node.pid)!, bare: cpuSeconds(bare.pid)!, update: update ? cpuSeconds(update.pid)! : 0, postgres: postgresCpuSeconds() }
-  await new Promise((resolve) => setTimeout(resolve, idleS * 1000))
-  const idle = {
-    node: (cpuSeconds(node.pid)! - idleBefore.node) / idleS,
-    bare: (cpuSeconds(bare.pid)! - idleBefore.bare) / idleS,
-    update: update ? (cpuSeconds(update.pid)! - idleBefore.update) / idleS : 0,
-    postgres: (postgresCpuSeconds() - idleBefore.postgres) / idleS,
-  }
-  const idleOf = (proc: Proc) => (proc === node ? idle.node : proc === bare ? idle.bare : idle.update)
+  const idleBefore = procs.map((proc) => cpuSeconds(proc.pid)!)
+  const postgresIdleBefore = postgresCpuSeconds()
+  await sleep(idleS * 1000)
+  const idle = new Map(procs.map((proc, i) => [proc, (cpuSeconds(proc.pid)! - idleBefore[i]!) / idleS]))
+  const postgresIdle = (postgresCpuSeconds() - postgresIdleBefore) / idleS
 
   const samples = new Map<Kind, Array<{ rps: number; node: number; generator: number; postgres: number }>>()
   const rounds = Number(args.rounds)
@@ -137,9 +134,9 @@ try {
       const perRequest = (seconds: number) => (1e6 * seconds) / result.responses
       const sample = {
         rps: result.rps,
-        node: perRequest(cpuSeconds(proc.pid)! - serverBefore - idleOf(proc) * result.elapsedS),
+        node: perRequest(cpuSeconds(proc.pid)! - serverBefore - idle.get(proc)! * result.elapsedS),
         generator: perRequest((generator.user + generator.system) / 1e6),
-        postgres: perRequest(postgresCpuSeconds() - postgresBefore - idle.postgres * result.elapsedS),
+        postgres: perRequest(postgresCpuSeconds() - postgresBefore - postgresIdle * result.elapsedS),
       }
       // the next round's model starts from this one's versions and tokens
       if (kind === 'mixed') S.saveMixed(ds, workload as ReturnType<typeof S.mixed>)
@@ -153,7 +150,7 @@ try {
   const offered = rate === undefined ? '' : `; every kind but bare offered ${rate} req/s`
   const idleMs = (share: number) => (1000 * share).toFixed(1)
   process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections${offered}); × bare: each round's req/s over the bare round before it\n`)
-  process.stdout.write(`idle CPU taken out, ms per s: node ${idleMs(idle.node)}, bare ${idleMs(idle.bare)}, update ${idleMs(idle.update)}, PostgreSQL ${idleMs(idle.postgres)}\n\n`)
+  process.stdout.write(`idle CPU taken out, ms per s: ${procs.map((proc) => `${proc.name} ${idleMs(idle.get(proc)!)}`).join(', ')}, PostgreSQL ${idleMs(postgresIdle)}\n\n`)
   process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|\n')
   for (const kind of kinds) {
     const rows = samples.get(kind)!
