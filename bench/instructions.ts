@@ -10,11 +10,14 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed|mixed-no-invalidations] [--requests 10000] [--warm-up 10000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
+ *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed|mixed-no-invalidations] [--requests 10000] [--warm-up 40000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
  *
  * `--cache-sim` also counts, per request, the data reads and writes that miss callgrind's
  * simulated last-level cache (`--cache-sim=yes`): what a larger working set costs when the
  * host's cache is shared with busy neighbours, which the instruction count does not show.
+ *
+ * `--keep-dumps DIR` keeps the dumps (and, with `--functions`, the names of V8's code as
+ * `<target>.perf.map`) for callgrind_annotate.
  *
  * `--functions N` names where they go: the N functions with the most instructions of their
  * own per request, JavaScript included (V8 writes its code's names with `--perf-basic-prof`:
@@ -25,7 +28,7 @@
  * Needs valgrind (callgrind_control, callgrind_annotate) and PostgreSQL at --pg-url.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -104,6 +107,9 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
       '--single-threaded',
       '--min-semi-space-size=16',
       '--max-semi-space-size=16',
+      // V8's memory reducer starts a full collection ~8 s after the allocation rate drops: in
+      // the idle count's 10 s, which then took up to 19 M instructions a second out of the load
+      '--no-memory-reducer',
       ...(functions > 0 ? ['--perf-basic-prof'] : []),
       script,
       ...scriptArgs,
@@ -116,8 +122,9 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     // vgdb names its pipes after $HOST, which the server's environment sets: the same here
     const control = (...flags: string[]) => execFileSync('callgrind_control', [...flags, String(proc.pid)], { stdio: 'ignore', env: { ...process.env, HOST: '127.0.0.1' } })
     const load = (amount: number) => runLoad(workload(), { label: target, urls: [url], connections, durationS: 3600, amount, progress: null })
-    // uninstrumented: caches filled, the JIT's code in place (a short warm-up left counts that varied 2× from run to run)
-    await load(args['warm-up'] !== undefined ? Number(args['warm-up']) : Math.max(hot * 10, 10_000))
+    // uninstrumented: caches filled, the JIT's code in place (10,000 requests left TurboFan compiling
+    // through the count, 8,000 of a verification's instructions; 40,000 left it at bare Fastify's level)
+    await load(args['warm-up'] !== undefined ? Number(args['warm-up']) : Math.max(hot * 40, 40_000))
     control('-i', 'on')
     await load(3000)
     control('-z')
@@ -145,6 +152,8 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     return { target, requests: result.responses, instructions, lastLevelMissesPerRequest, idlePerSecond, perRequest: (instructions - background) / result.responses, byFunction }
   } finally {
     await proc.stop(10_000)
+    // kept beside the dumps it names: callgrind_annotate's callers of a builtin are JS addresses
+    if (functions > 0 && args['keep-dumps'] !== undefined) copyFileSync(perfMapOf(proc.pid), join(dumps, `${target}.perf.map`))
     if (functions > 0) rmSync(perfMapOf(proc.pid), { force: true })
   }
 }
