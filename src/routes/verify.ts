@@ -6,6 +6,7 @@ import { BEARER_CHALLENGE, denialBody } from '../errors.js'
 import type { Metrics } from '../metrics.js'
 import { answerUndecided, undecidedReporter, type ReportUndecided } from '../http/undecided.js'
 import { identityBody } from '../auth/identity-body.js'
+import { checkHeaders, writeCheckedHead, type CheckedHeaders } from '../http/checked-headers.js'
 
 /** The headers a proxy forwards upstream with an allowed request (its body: auth/identity-body.ts). */
 export function identityHeaders(identity: Identity): Record<string, string> {
@@ -57,10 +58,10 @@ function answer(verifyToken: VerifyToken, reply: FastifyReply, verdict: Verdict)
   // (its onResponse hooks still run when the response finishes).
   reply.hijack()
   if (head) {
-    reply.raw.writeHead(200, prepared.headHeaders)
+    writeCheckedHead(reply.raw, 200, prepared.headHeaders)
     reply.raw.end()
   } else {
-    reply.raw.writeHead(200, prepared.headers)
+    writeCheckedHead(reply.raw, 200, prepared.headers)
     reply.raw.end(prepared.body)
   }
   return reply
@@ -82,10 +83,10 @@ interface PreparedAnswer {
   agentActive: boolean
   tokenVersion: number
   exp: number
-  /** raw header pairs for writeHead */
-  headers: string[]
+  /** for writeHead, checked once (http/checked-headers.ts) */
+  headers: CheckedHeaders
   /** the same without the body's type and length, for a HEAD */
-  headHeaders: string[]
+  headHeaders: CheckedHeaders
   /** the same two as objects, for reply.headers (see sentThroughHooks) */
   headerObject: Record<string, string>
   headHeaderObject: Record<string, string>
@@ -149,8 +150,8 @@ function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
     agentActive: identity.agent.active,
     tokenVersion: identity.tokenVersion,
     exp: identity.exp,
-    headers,
-    headHeaders,
+    headers: checkHeaders(headers),
+    headHeaders: checkHeaders(headHeaders),
     headerObject: pairsToObject(headers),
     headHeaderObject: pairsToObject(headHeaders),
     body,
