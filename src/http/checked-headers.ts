@@ -11,7 +11,7 @@ import { OutgoingMessage, validateHeaderName, validateHeaderValue, type ServerRe
  *
  * The symbol is Node's, not a public API: it is looked up once, by its description, and
  * where it is missing (or a response already holds headers of its own) `writeHead` gets the
- * pairs and checks them as always. test/checked-headers.test.ts pins that this Node has it
+ * pairs and checks them as always. test/api/checked-headers.test.ts pins that this Node has it
  * and that both ways put the same bytes on the wire.
  */
 export interface CheckedHeaders {
