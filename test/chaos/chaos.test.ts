@@ -1240,8 +1240,11 @@ const SENTINEL_FAULTS: Array<Fault<SentinelScenario>> = [
       await s.set.failover(40_000)
       // That node reconnects (asking the sentinels) to the new primary; the old one keeps
       // serving the others until Sentinel demotes it, seconds later: the fault lasts until then.
+      // Sentinel demotes it only after its INFO (every 10 s) has shown it as a primary for 8 s
+      // with no down state; on a loaded machine the 1 s down-after flaps and restarts that wait,
+      // and a CI run saw it take over 30 s: this waits for the demotion, it does not time it.
       await killOneNodesConnections(s.set, before)
-      await s.set.waitForRole(before, 'slave', 30_000)
+      await s.set.waitForRole(before, 'slave', 90_000)
     },
   },
   {
@@ -1255,7 +1258,7 @@ const SENTINEL_FAULTS: Array<Fault<SentinelScenario>> = [
     run: async (s) => {
       if (killedPrimary === undefined) return
       await s.set.restart(killedPrimary)
-      await s.set.waitForRole(killedPrimary, 'slave', 40_000)
+      await s.set.waitForRole(killedPrimary, 'slave', 90_000)
     },
   },
 ]
