@@ -15,7 +15,8 @@ export type IdentityBody = ReturnType<typeof identityBody>
 // Tokens issued in the same second share their expiry: format each second once.
 let lastSeconds = Number.NaN
 let lastIso = ''
-function isoSeconds(seconds: number): string {
+/** An expiry (seconds since the epoch) as ISO 8601, as every answer writes it. */
+export function isoSeconds(seconds: number): string {
   if (seconds !== lastSeconds) {
     lastIso = new Date(seconds * 1000).toISOString()
     lastSeconds = seconds

@@ -89,6 +89,29 @@ t.test('a first token creates the user with the default agent, a 24h lifetime an
   t.equal((await verify(node, body.token)).statusCode, 200, 'the token verifies')
 })
 
+t.test('the answer is exactly the JSON of its fields in the order of SPEC §3.1, whatever characters the customer chose', async (t) => {
+  const acme = await tenant()
+  const agent = await addAgent(acme.companyId, 'Bot "Ωmega" \\ \t 😀 \u2028')
+  const userIds = ['user-10', 'quote " and \\ backslash', 'tab\tnew\nline\u0001', 'ünïcødé 😀 \u2028', ' ', 'x'.repeat(255)]
+  for (const [i, userId] of userIds.entries()) {
+    // twice: a new user (from the store), then a cached one
+    for (const round of ['new', 'cached']) {
+      const response = await requestToken(node, acme, { userId, agentId: agent.id })
+      t.equal(response.statusCode, 200)
+      t.equal(response.headers['content-type'], 'application/json; charset=utf-8')
+      const body = response.json()
+      const expected = {
+        token: body.token,
+        user: { id: body.user.id, externalId: userId, companyId: acme.companyId, agentId: agent.id },
+        agent: { id: agent.id, name: agent.name, active: true },
+        expiresAt: new Date(Number(decodeToken(body.token).payload.exp) * 1000).toISOString(),
+      }
+      t.equal(response.body, JSON.stringify(expected), `userId ${i}, ${round} user: the very bytes`)
+      t.equal(response.headers['content-length'], String(Buffer.byteLength(response.body)))
+    }
+  }
+})
+
 t.test('a second token for the same user is the same user, with a distinct jti', async (t) => {
   const acme = await tenant()
   const first = await issueToken(node, acme, 'user-2')
