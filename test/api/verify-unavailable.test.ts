@@ -6,9 +6,12 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { migratedPglite } from '../support/pglite-template.js'
+import { LOG_EVERY_MS } from '../../src/throttled-log.js'
 import { createTenant, decodeToken, forgeHs256, hs256Kid, issueToken, startApp } from '../support/helpers.js'
 
 const REQUESTS = 200
+/** How many throttling intervals a run that began at `started` can have touched: the most log lines it may write. */
+const intervalsSince = (started: number) => 1 + Math.ceil((Date.now() - started) / LOG_EVERY_MS)
 const CAUSE = 'verification could not be decided'
 
 t.test('a node whose store is away: many 503s, the cause logged a bounded number of times, every one counted', async (t) => {
@@ -19,6 +22,7 @@ t.test('a node whose store is away: many 503s, the cause logged a bounded number
   t.equal((await node.inject({ method: 'GET', url: '/rest/v1/auth/verify', headers: { authorization: `Bearer ${issued.token}` } })).statusCode, 200, 'control: a good token')
   await db.close()
   const statuses = new Map<number, number>()
+  const started = Date.now()
   for (let i = 0; i < REQUESTS; i++) {
     // a user no cache holds: its verification must read the store
     const token = forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...payload, sub: randomUUID(), jti: randomUUID() })
@@ -28,7 +32,9 @@ t.test('a node whose store is away: many 503s, the cause logged a bounded number
   t.strictSame([...statuses], [[503, REQUESTS]], 'every verification is a 503')
   const causes = node.logs.filter((line) => line.includes(CAUSE))
   t.ok(causes.length >= 1, 'the cause is logged')
-  t.ok(causes.length <= 2, `logged ${causes.length} times for ${REQUESTS} answers, at most once per interval`)
+  // once per interval: a slow machine may spend several intervals on the requests
+  const bound = intervalsSince(started)
+  t.ok(causes.length <= bound, `logged ${causes.length} times for ${REQUESTS} answers, at most once per interval (${bound} began)`)
   t.ok(causes.every((line) => line.length < 4096))
   t.comment(`${causes.reduce((sum, line) => sum + line.length, 0)} bytes of log for ${REQUESTS} answers`)
   const scraped = (await node.inject({ method: 'GET', url: '/metrics' })).body
@@ -42,5 +48,5 @@ t.test('a node whose store is away: many 503s, the cause logged a bounded number
   }
   t.strictSame([...admin], [[503, 50]], 'every admin read is a 503')
   const unavailable = node.logs.filter((line) => line.includes('store unavailable'))
-  t.ok(unavailable.length >= 1 && unavailable.length <= 2, `logged ${unavailable.length} times for 50 answers`)
+  t.ok(unavailable.length >= 1 && unavailable.length <= intervalsSince(started), `logged ${unavailable.length} times for 50 answers`)
 })
