@@ -30,6 +30,7 @@ import * as S from './lib/scenarios.js'
 
 const KINDS = {
   bare: 'bare Fastify, the verify-hot requests',
+  answer: "bare Fastify sending verify-hot's answer (its headers and body)",
   'verify-hot': 'verify, round-robin over the hot set',
   'verify-revoked': 'verify, every token revoked (401)',
   'verify-one-in-ten-revoked': "verify, mixed's users: 9 current tokens, then 1 revoked",
@@ -41,7 +42,7 @@ const KINDS = {
   mixed: 'the mixed scenario (95/4/1)',
 } as const
 type Kind = keyof typeof KINDS
-/** the kinds sent to the baseline server of plain UPDATEs; every other kind but `bare` goes to the node */
+/** the kinds sent to the baseline server of plain UPDATEs; every other kind but `bare` and `answer` (servers of their own) goes to the node */
 const ON_UPDATE_SERVER: ReadonlySet<Kind> = new Set(['update', 'mixed-shape'])
 
 const { values: args } = parseArgs({
@@ -86,6 +87,7 @@ try {
   }
   const node = await start('node', args.host!, [], nodeEnv, '/readyz')
   const bare = await start('bare', DIST + 'bench/baselines/server.js', ['bare'], {})
+  const answer = kinds.includes('answer') ? await start('answer', DIST + 'bench/baselines/server.js', ['answer'], { VERIFY_ANSWER: await S.verifyAnswer(node.url, ds) }) : undefined
   const update = kinds.some((kind) => ON_UPDATE_SERVER.has(kind)) ? await start('update', DIST + 'bench/baselines/server.js', ['update'], { DATABASE_URL: nodeEnv.DATABASE_URL! }) : undefined
 
   // The node knows every user and their external ids, as after the kit's fill and priming.
@@ -96,6 +98,7 @@ try {
 
   const workloads: Record<Kind, () => Workload> = {
     bare: () => S.verifyHot(ds),
+    answer: () => S.verifyHot(ds),
     'verify-hot': () => S.verifyHot(ds),
     'verify-revoked': () => S.verifyRevoked(ds),
     'verify-one-in-ten-revoked': () => S.verifyOneInTenRevoked(ds),
@@ -106,7 +109,7 @@ try {
     'mixed-no-invalidations': () => S.mixed(ds, { invalidateShare: 0 }),
     mixed: () => S.mixed(ds),
   }
-  const target = (kind: Kind) => (kind === 'bare' ? bare : ON_UPDATE_SERVER.has(kind) ? update! : node)
+  const target = (kind: Kind) => (kind === 'bare' ? bare : kind === 'answer' ? answer! : ON_UPDATE_SERVER.has(kind) ? update! : node)
 
   // CPU seconds per second of each process with no load, taken out of every measurement below
   const idleS = 3

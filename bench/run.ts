@@ -251,6 +251,11 @@ async function main(): Promise<void> {
   const start = stableStart(layout)
   const bareStarting = startProcess({ name: 'bare', script: DIST + 'bench/baselines/server.js', args: ['bare'], env: {}, port: await freePort() })
   bareStarting.catch(() => {}) // judged below, once the others started too
+  // bare Fastify carrying the node's own verify answer: verify-hot's ratio taken apart
+  const answerStarting = opts.scenarios.includes('verify-hot')
+    ? startProcess({ name: 'answer', script: DIST + 'bench/baselines/server.js', args: ['answer'], env: { VERIFY_ANSWER: await S.verifyAnswer(urls[0]!, ds) }, port: await freePort() })
+    : undefined
+  answerStarting?.catch(() => {})
   let naiveStarting: Promise<Proc> | undefined
   let updateStarting: Promise<Proc> | undefined
   if (scratch) {
@@ -286,10 +291,10 @@ async function main(): Promise<void> {
     notes.push('no PostgreSQL reachable: naive-verifier and UPDATE baselines skipped')
   }
   // every start settled (what started is stopped at the end) before a failed one fails the run
-  const baselines = await Promise.allSettled([bareStarting, naiveStarting, updateStarting])
+  const baselines = await Promise.allSettled([bareStarting, naiveStarting, updateStarting, answerStarting])
   for (const b of baselines) if (b.status === 'fulfilled' && b.value) procs.push(b.value)
   for (const b of baselines) if (b.status === 'rejected') throw b.reason
-  const [bare, naive, update] = baselines.map((b) => (b.status === 'fulfilled' ? b.value : undefined)) as [Proc, Proc | undefined, Proc | undefined]
+  const [bare, naive, update, answer] = baselines.map((b) => (b.status === 'fulfilled' ? b.value : undefined)) as [Proc, Proc | undefined, Proc | undefined, Proc | undefined]
 
   // ── memory: heap per cached user, in a process of its own with --expose-gc ──
   let memory: MemoryResult | undefined
@@ -378,6 +383,7 @@ async function main(): Promise<void> {
     const bareResult = await measured('bare', `bare fastify ${r}`, () => S.verifyHot(ds), [bare.url], bare)
     if (naive) await measured('naive', `naive verifier ${r}`, () => S.verifyHot(ds), [naive.url], naive)
     if (want('verify-hot')) await measured('verify-hot', `verify-hot ${r}`, () => S.verifyHot(ds), urls, main)
+    if (answer) await measured('answer', `bare fastify, verify's answer ${r}`, () => S.verifyHot(ds), [answer.url], answer)
     if (want('verify-hot') && opts.rateShare > 0) {
       // Closed-loop latency at saturation is queueing (Little's law: 50 connections / req/s);
       // the latency target is also measured at a fixed offered rate, half the HTTP ceiling.

@@ -8,9 +8,13 @@
  *           invalidation commits), autocommit: what PostgreSQL commits cost here; with
  *           bare's constant verify and token routes beside it, so that `mixed`'s shape
  *           (95/4/1) can run against it: the ceiling of any server that commits its writes
+ *   answer  bare's route answering a copy of the gateway's own verify answer (its headers
+ *           and body, taken from the node by the kit): what carrying that answer costs the
+ *           server and the load generator, with no verification behind it
  *
- *   node dist/bench/baselines/server.js bare|naive|update
- *   env: PORT, DATABASE_URL (naive, update) or PGLITE_DIR (update on the embedded store), JWT_SECRET (naive)
+ *   node dist/bench/baselines/server.js bare|naive|update|answer
+ *   env: PORT, DATABASE_URL (naive, update) or PGLITE_DIR (update on the embedded store), JWT_SECRET (naive),
+ *        VERIFY_ANSWER (answer: JSON {headers, body})
  */
 import Fastify from 'fastify'
 import { createVerifier } from 'fast-jwt'
@@ -67,8 +71,14 @@ if (mode === 'bare') {
     )
     return { newTokenVersion: rows[0]?.token_version }
   })
+} else if (mode === 'answer') {
+  const { headers, body } = JSON.parse(process.env.VERIFY_ANSWER!) as { headers: Record<string, string>; body: string }
+  app.all('/rest/v1/auth/verify', async (_request, reply) => {
+    reply.headers(headers)
+    return body
+  })
 } else {
-  console.error('usage: server.js bare|naive|update')
+  console.error('usage: server.js bare|naive|update|answer')
   process.exit(2)
 }
 

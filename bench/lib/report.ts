@@ -130,6 +130,7 @@ export function buildTable(report: Report, markdown: boolean): string {
     ['naive', 'baseline: naive verifier (JWT + PG row)'],
     ['update', 'baseline: plain single-row UPDATE'],
     ['verify-hot', 'verify-hot'],
+    ['answer', "baseline: bare Fastify sending verify-hot's answer"],
     ['bare+revoked', 'baseline: bare Fastify (revocations phase)'],
     ['verify-hot+revoked', 'verify-hot + revocations (N revoked jtis, a company revoke)'],
     ['bare+sessions', 'baseline: bare Fastify (sessions phase)'],
@@ -166,6 +167,14 @@ export function buildTable(report: Report, markdown: boolean): string {
   const checks: Check[] = []
   const hot = s('verify-hot')
   if (hot && bare) checks.push({ text: `verify-hot ≥ 0.9 × bare Fastify: ${ratio(hot.rps, bare.rps)}${pairedRatio(report, 'verify-hot')}`, ok: hot.rps >= 0.9 * bare.rps })
+  const answer = s('answer')
+  if (hot && bare && answer) {
+    // what the answer the SPEC asks for costs the server and the generator, verification aside: the part of verify-hot's gap that is not the gateway's work
+    checks.push({
+      text: `verify-hot's answer (its headers and body) sent by bare Fastify: ${ratio(answer.rps, bare.rps)} of bare Fastify${pairedRatio(report, 'answer')}; verify-hot ÷ that ${ratio(hot.rps, answer.rps)}`,
+      ok: undefined,
+    })
+  }
   if (hot && naive) checks.push({ text: `verify-hot ≥ 3 × naive verifier: ${ratio(hot.rps, naive.rps)}`, ok: hot.rps >= 3 * naive.rps })
   // At saturation p99 is mostly queueing (50 connections over the req/s): reported; the latency target is at a fixed rate below.
   if (hot) checks.push({ text: `verify-hot p99 at saturation (${report.connections ?? 50} connections): ${fmtMs(hot.p99)} ms — bare Fastify's own p99 there: ${fmtMs(bare?.p99 ?? NaN)} ms`, ok: undefined })
@@ -313,6 +322,7 @@ function pairedRatio(report: Report, key: string): string {
 /** The scenarios compared with bare Fastify round by round, in the order the rounds run them. */
 const ROUND_ROWS: Array<[string, string]> = [
   ['verify-hot', 'verify-hot'],
+  ['answer', "bare sending verify-hot's answer"],
   ['issue-existing', 'issue-existing'],
   ['mixed-shape', "bare + UPDATE, mixed's shape"],
   ['mixed', 'mixed'],

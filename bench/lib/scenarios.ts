@@ -27,6 +27,24 @@ export function verifyHot(ds: Dataset): Workload {
   }
 }
 
+/** Headers a connection or a framing sets, not the answer: the `answer` baseline's Fastify sets its own. */
+const FRAMING = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'])
+
+/**
+ * The node's answer to the first verify-hot request, as JSON {headers, body}: what the
+ * `answer` baseline (bench/baselines/server.ts) sends to every request.
+ */
+export async function verifyAnswer(url: string, ds: Dataset): Promise<string> {
+  const response = await fetch(url + VERIFY, { headers: bearer(ds.token(stableStart(ds.layout))) })
+  const body = await response.text()
+  if (response.status !== 200) throw new Error(`verify answered ${response.status} to a hot token: ${body}`)
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => {
+    if (!FRAMING.has(name)) headers[name] = value
+  })
+  return JSON.stringify({ headers, body })
+}
+
 /** Round-robins over the mixed users' revoked tokens (an older token_version): every answer a 401 from the caches. */
 export function verifyRevoked(ds: Dataset): Workload {
   const headers = ds.mixed.stale.filter((token) => token !== undefined).map(bearer)
