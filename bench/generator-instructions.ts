@@ -13,10 +13,11 @@
  * callgrind, switched on for the counted requests only. Needs valgrind and PostgreSQL at --pg-url.
  */
 import { execFileSync, fork } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { latestDump } from './lib/callgrind-dumps.js'
 import { runLoad } from './lib/load.js'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { stableStart } from './lib/data.js'
@@ -111,17 +112,10 @@ async function countGenerator(name: string, job: Job, dumps: string): Promise<nu
     control('-d')
     if ((done.statuses as Record<string, number>)['200'] !== job.requests) throw new Error(`${name}: not every answer was 200: ${JSON.stringify(done.statuses)}`)
     await new Promise((resolve) => child.once('exit', resolve))
-    return dumpedInstructions(dumps, name) / job.requests
+    const dumped = latestDump(dumps, name)
+    if (dumped === undefined) throw new Error(`${name}: no callgrind dump in ${dumps}`)
+    return dumped.instructions / job.requests
   } finally {
     child.kill()
   }
-}
-
-/** Instructions in the dump taken after the zeroing (`<name>.<pid>.1`; the exit's own dump is `<name>.<pid>`). */
-function dumpedInstructions(dir: string, name: string): number {
-  const file = readdirSync(dir).find((f) => new RegExp(`^${name}\\.\\d+\\.1$`).test(f))
-  if (file === undefined) throw new Error(`${name}: no callgrind dump in ${dir}`)
-  const total = /^totals:\s+(\d+)/m.exec(readFileSync(join(dir, file), 'utf8'))?.[1]
-  if (total === undefined) throw new Error(`${name}: no totals in ${file}`)
-  return Number(total)
 }

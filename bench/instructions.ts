@@ -28,7 +28,7 @@
  * Needs valgrind (callgrind_control, callgrind_annotate) and PostgreSQL at --pg-url.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -39,6 +39,7 @@ import { DIST, freePort } from './lib/procs.js'
 import * as S from './lib/scenarios.js'
 import { scratchDataset } from './lib/scratch.js'
 import { instructionsByFunction } from './lib/callgrind-functions.js'
+import { latestDump, type DumpTotals } from './lib/callgrind-dumps.js'
 import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
 
 const { values: args } = parseArgs({
@@ -171,7 +172,7 @@ async function nextDump(dumps: string, target: string, pokeUrl: string, seen: nu
     await fetch(pokeUrl).then((r) => r.arrayBuffer(), () => {})
     await new Promise((resolve) => setTimeout(resolve, 200))
     if (dumpCount(dumps, target) > seen) {
-      const total = readDumps(dumps, target)
+      const total = latestDump(dumps, target)
       if (total !== undefined) return total
     }
   }
@@ -180,31 +181,6 @@ async function nextDump(dumps: string, target: string, pokeUrl: string, seen: nu
 
 function dumpCount(dir: string, target: string): number {
   return readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).length
-}
-
-interface DumpTotals {
-  /** the dump these came from */
-  file: string
-  instructions: number
-  /** DLmr + DLmw, when the cache was simulated */
-  lastLevelMisses?: number
-}
-
-/** The `totals:` of the dump taken after the zeroing (the latest one of this target). */
-function readDumps(dir: string, target: string): DumpTotals | undefined {
-  // `<target>.<pid>.<n>`: the n-th dump of that process
-  const files = readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
-  const last = files.pop()
-  if (last === undefined) return undefined
-  const text = readFileSync(join(dir, last), 'utf8')
-  const totals = /^totals:\s+([\d ]+)/m.exec(text)?.[1]?.trim().split(/\s+/).map(Number)
-  if (totals === undefined) return undefined
-  // the events' order is the dump's own `events:` line (Ir first; with the cache simulated, DLmr and DLmw among them)
-  const events = /^events:\s+(.+)$/m.exec(text)?.[1]?.trim().split(/\s+/) ?? ['Ir']
-  const at = (name: string) => totals[events.indexOf(name)]
-  const reads = at('DLmr')
-  const writes = at('DLmw')
-  return { file: join(dir, last), instructions: at('Ir') ?? totals[0]!, lastLevelMisses: reads === undefined || writes === undefined ? undefined : reads + writes }
 }
 
 const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
