@@ -1,3 +1,6 @@
+/** The content type of every JSON answer, as Fastify writes it for an object. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
 /**
  * A string as JSON text, the very characters `JSON.stringify` writes for it. Most strings an
  * answer carries (ids, names, external ids) are printable ASCII with no quote and no

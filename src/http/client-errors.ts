@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { BEARER_CHALLENGE, denialBody, denials, errors, type ErrorBody } from '../errors.js'
 import { body } from './error-handler.js'
 import { VERIFY_PATH } from '../routes/verify.js'
+import { JSON_CONTENT_TYPE } from '../json-text.js'
 
 /**
  * What Node's HTTP parser refuses before Fastify sees a request: headers over
@@ -63,7 +64,7 @@ const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized
  */
 function respond(socket: Socket, status: number, headers: Record<string, string>, answer: ErrorBody): void {
   const payload = JSON.stringify(answer)
-  const lines = [`HTTP/1.1 ${status} ${REASONS[status]}`, 'content-type: application/json; charset=utf-8', `content-length: ${Buffer.byteLength(payload)}`, 'connection: close']
+  const lines = [`HTTP/1.1 ${status} ${REASONS[status]}`, `content-type: ${JSON_CONTENT_TYPE}`, `content-length: ${Buffer.byteLength(payload)}`, 'connection: close']
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
   if (!socket.writable) return void socket.destroy()
   socket.end(lines.join('\r\n') + '\r\n\r\n' + payload)

@@ -6,6 +6,7 @@ import { errorResponses, Text } from '../http/schemas.js'
 import { basicCredentials } from '../http/basic-credentials.js'
 import { decodeCursor, type Position } from '../stream/cursor.js'
 import type { EventHub } from '../stream/hub.js'
+import { JSON_CONTENT_TYPE } from '../json-text.js'
 
 /** SPEC §7.2: every type an event can have (migrations/005_events.sql). */
 export const EVENT_TYPES = new Set([
@@ -82,7 +83,7 @@ export const eventStreamRoute: FastifyPluginAsyncTypebox<EventStreamRouteOptions
         request.log.warn({ err: error }, 'event stream: could not open (the client reconnects with its cursor)')
         if (response.headersSent) return void response.end()
         const unavailable = errors.unavailable()
-        response.writeHead(unavailable.statusCode, { 'content-type': 'application/json; charset=utf-8', ...unavailable.headers, connection: 'close' })
+        response.writeHead(unavailable.statusCode, { 'content-type': JSON_CONTENT_TYPE, ...unavailable.headers, connection: 'close' })
         response.end(JSON.stringify({ statusCode: unavailable.statusCode, message: unavailable.message, code: unavailable.code }))
       }
     },

@@ -7,6 +7,7 @@ import { METRICS_CONTENT_TYPE, type Metrics } from '../metrics.js'
 import type { Store } from '../store/store.js'
 import type { ClockState } from '../clock/offset.js'
 import { entityTag, ifNoneMatchHits } from '../http/conditional.js'
+import { JSON_CONTENT_TYPE } from '../json-text.js'
 
 const READINESS_TIMEOUT_MS = 2000
 
@@ -92,6 +93,6 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
     const etag = entityTag(body)
     reply.header('cache-control', cacheControl).header('etag', etag)
     if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send()
-    return reply.type('application/json; charset=utf-8').send(body)
+    return reply.type(JSON_CONTENT_TYPE).send(body)
   })
 }

@@ -6,7 +6,7 @@ import type { TokenIssuer } from '../auth/issue-token.js'
 import { andThen } from '../cache/states.js'
 import type { AgentState, ApiKeyState, UserState } from '../domain.js'
 import { AgentSummary, errorResponses, Text, UserBody } from '../http/schemas.js'
-import { jsonString } from '../json-text.js'
+import { JSON_CONTENT_TYPE, jsonString } from '../json-text.js'
 import { isoSeconds } from '../auth/identity-body.js'
 
 const TokenRequest = Type.Object({
@@ -23,8 +23,6 @@ const TokenResponse = Type.Object({
   agent: AgentSummary,
   expiresAt: Type.String(),
 })
-
-const JSON_UTF8 = 'application/json; charset=utf-8'
 
 /**
  * The 200 body of TokenResponse, written out: the very characters, in the same order, that
@@ -65,7 +63,7 @@ export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (f
               andThen(tokens.sign(user, agent, lifetime), ({ token, exp }) => {
                 // JSON text with a JSON content type: Fastify sends it as it is, no serialiser
                 // (the type provider types send() with the object this text encodes)
-                (reply as FastifyReply).type(JSON_UTF8).send(tokenAnswer(token, user, agent, exp))
+                (reply as FastifyReply).type(JSON_CONTENT_TYPE).send(tokenAnswer(token, user, agent, exp))
               }),
             ),
           )

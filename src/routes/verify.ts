@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js'
 import { answerUndecided, undecidedReporter, type ReportUndecided } from '../http/undecided.js'
 import { identityBody } from '../auth/identity-body.js'
 import { checkHeaders, writeCheckedHead, type CheckedHeaders } from '../http/checked-headers.js'
+import { JSON_CONTENT_TYPE } from '../json-text.js'
 
 /** The headers a proxy forwards upstream with an allowed request (its body: auth/identity-body.ts). */
 export function identityHeaders(identity: Identity): Record<string, string> {
@@ -140,7 +141,7 @@ function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
   const body = serialize(identityBody(identity))
   const headHeaders = ['cache-control', 'no-store']
   for (const [name, value] of Object.entries(identityHeaders(identity))) headHeaders.push(name, value)
-  const headers = [...headHeaders, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))]
+  const headers = [...headHeaders, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(Buffer.byteLength(body))]
   return {
     userId: identity.user.id,
     externalId: identity.user.externalId,
