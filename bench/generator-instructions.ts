@@ -23,6 +23,7 @@ import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { stableStart } from './lib/data.js'
 import * as S from './lib/scenarios.js'
 import { scratchDataset } from './lib/scratch.js'
+import { VERIFY_PATH } from '../src/routes/verify.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -51,7 +52,7 @@ else await count()
 async function generate(): Promise<void> {
   const job = await new Promise<Job>((resolve) => process.once('message', (message) => resolve(message as Job)))
   let n = 0
-  const workload = () => ({ next: () => ({ method: 'GET' as const, path: '/rest/v1/auth/verify', headers: { authorization: job.authorizations[n++ % job.authorizations.length]! } }) })
+  const workload = () => ({ next: () => ({ method: 'GET' as const, path: VERIFY_PATH, headers: { authorization: job.authorizations[n++ % job.authorizations.length]! } }) })
   const load = (amount: number) => runLoad(workload(), { label: 'generator', urls: [job.url], connections: job.connections, durationS: 3600, amount, progress: null })
   await load(job.warmUp)
   process.send!({ warm: true })
