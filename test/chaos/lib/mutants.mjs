@@ -154,12 +154,22 @@ export function createMutant(name, config) {
     // A session that leaves its cohort's list (sessions/cohort.ts) takes the sessions after it
     // along: a company's or agent's change no longer finds them. Not a part the node is built
     // from, so the class itself is changed, in this node's process only (install, below).
+    // Each session lost this way is left in a cohort of its own that no index holds, and that
+    // still holds it when it closes: otherwise its close would find its old cohort emptied and
+    // take that out of the index a second time, which throws and ends the node, and a node
+    // that ended leaves no open session for the checker to find.
     'cohort-unlink-loses-the-rest': {
       install() {
         const unlink = Cohort.prototype.unlink
         Cohort.prototype.unlink = function (session) {
           if (session.next === undefined) return unlink.call(this, session)
           acted()
+          for (let lost = session.next; lost !== undefined; lost = lost.next) {
+            const stranded = Object.create(this)
+            stranded.head = lost
+            stranded.unlink = () => {}
+            lost.cohort = stranded
+          }
           if (session.prev === undefined) this.head = undefined
           else session.prev.next = undefined
           session.prev = undefined
