@@ -46,8 +46,6 @@ export function answerVerification(verifyToken: VerifyToken, request: FastifyReq
 }
 
 function answer(verifyToken: VerifyToken, reply: FastifyReply, verdict: Verdict): FastifyReply {
-  // A HEAD (what the README's proxy recipes send) gets the status and headers alone: no body
-  // is built and serialized for a proxy that reads none, nor its length sent.
   if (!verdict.ok) return send(verifyToken, reply, 401, preparedDenial(reply, verdict.denial))
   return send(verifyToken, reply, 200, preparedAnswer(reply, verdict.claims, verdict.identity).answer)
 }
