@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { scratchDataset } from './lib/scratch.js'
 import { runLoad, type Workload } from './lib/load.js'
-import { cpuSeconds, DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { cpuSeconds, DIST, freePort, mainThreadCpuSeconds, startProcess, type Proc } from './lib/procs.js'
 import { median } from './lib/report.js'
 import * as S from './lib/scenarios.js'
 
@@ -114,12 +114,14 @@ try {
   // CPU seconds per second of each process with no load, taken out of every measurement below
   const idleS = 3
   const idleBefore = procs.map((proc) => cpuSeconds(proc.pid)!)
+  const idleMainBefore = procs.map((proc) => mainThreadCpuSeconds(proc.pid)!)
   const postgresIdleBefore = postgresCpuSeconds()
   await sleep(idleS * 1000)
   const idle = new Map(procs.map((proc, i) => [proc, (cpuSeconds(proc.pid)! - idleBefore[i]!) / idleS]))
+  const idleMain = new Map(procs.map((proc, i) => [proc, (mainThreadCpuSeconds(proc.pid)! - idleMainBefore[i]!) / idleS]))
   const postgresIdle = (postgresCpuSeconds() - postgresIdleBefore) / idleS
 
-  const samples = new Map<Kind, Array<{ rps: number; node: number; generator: number; postgres: number }>>()
+  const samples = new Map<Kind, Array<{ rps: number; node: number; nodeMain: number; generator: number; postgres: number }>>()
   const rounds = Number(args.rounds)
   const durationS = Number(args.duration)
   for (let round = 1; round <= rounds; round++) {
@@ -131,6 +133,7 @@ try {
       workload.reset?.()
       const generatorBefore = process.cpuUsage()
       const serverBefore = cpuSeconds(proc.pid)!
+      const serverMainBefore = mainThreadCpuSeconds(proc.pid)!
       const postgresBefore = postgresCpuSeconds()
       const result = await runLoad(workload, { ...quiet, label: kind, urls: [proc.url], durationS, ...(rate !== undefined && kind !== 'bare' ? { rate } : {}) })
       const generator = process.cpuUsage(generatorBefore)
@@ -138,6 +141,7 @@ try {
       const sample = {
         rps: result.rps,
         node: perRequest(cpuSeconds(proc.pid)! - serverBefore - idle.get(proc)! * result.elapsedS),
+        nodeMain: perRequest(mainThreadCpuSeconds(proc.pid)! - serverMainBefore - idleMain.get(proc)! * result.elapsedS),
         generator: perRequest((generator.user + generator.system) / 1e6),
         postgres: perRequest(postgresCpuSeconds() - postgresBefore - postgresIdle * result.elapsedS),
       }
@@ -154,12 +158,12 @@ try {
   const idleMs = (share: number) => (1000 * share).toFixed(1)
   process.stdout.write(`CPU per request, medians of ${rounds} rounds of ${durationS} s (50 connections${offered}); × bare: each round's req/s over the bare round before it\n`)
   process.stdout.write(`idle CPU taken out, ms per s: ${procs.map((proc) => `${proc.name} ${idleMs(idle.get(proc)!)}`).join(', ')}, PostgreSQL ${idleMs(postgresIdle)}\n\n`)
-  process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|\n')
+  process.stdout.write('| kind | what | req/s | × bare (rounds) | node µs | of it, main thread | generator µs | PostgreSQL µs |\n|---|---|---:|---|---:|---:|---:|---:|\n')
   for (const kind of kinds) {
     const rows = samples.get(kind)!
     const ratios = bareRps ? rows.map((s, i) => (s.rps / bareRps[i]!).toFixed(2)).join(' ') : '-'
     const µs = (pick: (s: (typeof rows)[number]) => number) => median(rows.map(pick)).toFixed(1)
-    process.stdout.write(`| ${kind} | ${KINDS[kind]} | ${Math.round(median(rows.map((s) => s.rps))).toLocaleString('en-US')} | ${ratios} | ${µs((s) => s.node)} | ${µs((s) => s.generator)} | ${µs((s) => s.postgres)} |\n`)
+    process.stdout.write(`| ${kind} | ${KINDS[kind]} | ${Math.round(median(rows.map((s) => s.rps))).toLocaleString('en-US')} | ${ratios} | ${µs((s) => s.node)} | ${µs((s) => s.nodeMain)} | ${µs((s) => s.generator)} | ${µs((s) => s.postgres)} |\n`)
   }
 } finally {
   for (const proc of procs) await proc.stop()

@@ -32,9 +32,22 @@ export interface NodeMemory {
 
 /** CPU seconds (user + system) a process has used so far, from /proc (undefined off Linux or once gone). */
 export function cpuSeconds(pid: number): number | undefined {
+  return statCpuSeconds(`/proc/${pid}/stat`)
+}
+
+/**
+ * CPU seconds of a process's main thread alone (its thread id is the process's). The rest of a
+ * Node process's CPU is its helper threads': V8's concurrent marking and optimising compiler,
+ * libuv's pool.
+ */
+export function mainThreadCpuSeconds(pid: number): number | undefined {
+  return statCpuSeconds(`/proc/${pid}/task/${pid}/stat`)
+}
+
+function statCpuSeconds(path: string): number | undefined {
   try {
     // fields after the command's closing parenthesis: utime and stime are the 12th and 13th
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ')
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
   } catch {
     return undefined
