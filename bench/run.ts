@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
 import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
 import { runLoad, type LoadResult, type Workload } from './lib/load.js'
-import { cpuSeconds, DIST, freePort, startProcess, type Proc } from './lib/procs.js'
+import { cpuSeconds, DIST, freePort, mainThreadCpuSeconds, startProcess, type Proc } from './lib/procs.js'
 import { buildTable, type Report } from './lib/report.js'
 import { proxiedChat, proxiesMissing, proxyTable, startProxyRig, type ProxyRig } from './lib/proxies.js'
 import * as S from './lib/scenarios.js'
@@ -314,11 +314,18 @@ async function main(): Promise<void> {
     const started = performance.now()
     const generatorBefore = process.cpuUsage()
     const serverBefore = proc ? cpuSeconds(proc.pid) : undefined
+    const serverMainBefore = proc ? mainThreadCpuSeconds(proc.pid) : undefined
     const result = await load(label, workload, target, opts.duration, rate)
     const wallS = (performance.now() - started) / 1000
     const generator = process.cpuUsage(generatorBefore)
     const serverAfter = proc ? cpuSeconds(proc.pid) : undefined
-    result.cpu = { generator: (generator.user + generator.system) / 1e6 / wallS, server: serverBefore === undefined || serverAfter === undefined ? undefined : (serverAfter - serverBefore) / wallS }
+    const serverMainAfter = proc ? mainThreadCpuSeconds(proc.pid) : undefined
+    const perSecond = (before: number | undefined, after: number | undefined) => (before === undefined || after === undefined ? undefined : (after - before) / wallS)
+    result.cpu = {
+      generator: (generator.user + generator.system) / 1e6 / wallS,
+      server: perSecond(serverBefore, serverAfter),
+      serverMain: perSecond(serverMainBefore, serverMainAfter),
+    }
     await workload.settle?.()
     ;(results[key] ??= []).push(result)
     rssOf(key, proc)

@@ -31,7 +31,7 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
   })
   t.equal(run.status, 0, `exits 0\n${run.stderr.slice(-3000)}`)
   t.match(run.stdout, /scenario\s+req\/s/, 'prints the table')
-  t.match(run.stdout, /each round against the bare round before it\n\n.*round 1\s+round 2\n.*\nbare Fastify\s+[\d,]+ \(\d+ µs\)\s+[\d,]+ \(\d+ µs\)\nverify-hot\s+\d+\.\d\d× \(\d+ µs\)\s+\d+\.\d\d× \(\d+ µs\)\n/, 'and each round against its bare round, with the server\'s CPU per request')
+  t.match(run.stdout, /each round against the bare round before it\n\n.*round 1\s+round 2\n.*\nbare Fastify\s+[\d,]+ \(\d+ µs, \d+ off-thread\)\s+[\d,]+ \(\d+ µs, \d+ off-thread\)\nverify-hot\s+\d+\.\d\d× \(\d+ µs, \d+ off-thread\)\s+\d+\.\d\d× \(\d+ µs, \d+ off-thread\)\n/, 'and each round against its bare round, with the server\'s CPU per request and its part off the main thread')
   const report = JSON.parse(readFileSync(json, 'utf8')) as {
     results: Record<string, Array<{ rps: number; responses: number; latency: { p99: number }; errors: number; errorKinds: Record<string, number> }>>
     memory?: { heapBytesPerUser: number }

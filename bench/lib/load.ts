@@ -74,7 +74,8 @@ export interface LoadResult {
   wrong: number
   byKind: Record<string, LatencySummary & { rps: number; statuses: Record<string, number> }>
   /** share of one core used while it ran: by this process (the load generator), and by the server under test when known */
-  cpu?: { generator: number; server: number | undefined }
+  /** CPU seconds per second of wall time: the generator's, the server's, and of the server's those of its main thread */
+  cpu?: { generator: number; server: number | undefined; serverMain?: number | undefined }
 }
 
 export function summarize(h: Histogram): LatencySummary {
