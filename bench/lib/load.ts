@@ -73,8 +73,7 @@ export interface LoadResult {
   /** responses the workload's check said were wrong */
   wrong: number
   byKind: Record<string, LatencySummary & { rps: number; statuses: Record<string, number> }>
-  /** share of one core used while it ran: by this process (the load generator), and by the server under test when known */
-  /** CPU seconds per second of wall time: the generator's, the server's, and of the server's those of its main thread */
+  /** share of one core used while it ran: by this process (the load generator), by the server under test when known, and of the server's by its main thread */
   cpu?: { generator: number; server: number | undefined; serverMain?: number | undefined }
 }
 

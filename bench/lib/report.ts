@@ -337,7 +337,7 @@ const ROUND_ROWS: Array<[string, string]> = [
 function roundsTable(report: Report, markdown: boolean): string | undefined {
   const bare = report.results.bare
   if (!bare || bare.length < 2) return undefined
-  // and the part of it off the main thread (V8's concurrent marking and compiler, libuv's pool)
+  // each cell also says how much of the server's CPU ran off its main thread (V8's concurrent marking and compiler, libuv's pool)
   const serverCost = (run: LoadResult) => {
     const server = run.cpu?.server
     if (server === undefined) return ''
