@@ -66,6 +66,8 @@ export const errors = {
   notFoundPath: define(404, 'ROUTE_NOT_FOUND', 'Not found'),
   unavailable: define(503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { 'retry-after': '1' }),
   tooManyEventStreams: define(503, 'TOO_MANY_EVENT_STREAMS', 'Too many open event streams on this node', { 'retry-after': '5' }),
+  // 429, not 503: the node has room; this company holds its whole share (SPEC §8.2).
+  tooManyCompanyEventStreams: define(429, 'TOO_MANY_COMPANY_EVENT_STREAMS', 'Too many open event streams of this company on this node', { 'retry-after': '5' }),
   internal: define(500, 'INTERNAL_ERROR', 'Internal server error'),
 }
 

@@ -156,6 +156,7 @@ t.test('limits: defaults and accepted values', async (t) => {
     maxConnections: 10_000,
     maxRequestsPerSocket: 0,
     maxEventStreams: 1000,
+    maxEventStreamsPerCompany: 16,
     authFailureLimit: 20,
     trustProxy: [],
   })

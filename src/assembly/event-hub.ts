@@ -23,7 +23,7 @@ export interface EventStreams {
 export function openEventStreams(onClose: OnClose, config: Config, parts: { store: Store; bus: InvalidationBus; logger: Logger; wrap?: NodeParts['eventHub'] }): EventStreams {
   const { store, bus, logger } = parts
   const cursorSecret = cursorSecretOf(store)
-  const made = createEventHub({ store, cursorSecret, logger, maxStreams: config.limits.maxEventStreams })
+  const made = createEventHub({ store, cursorSecret, logger, maxStreams: config.limits.maxEventStreams, maxStreamsPerCompany: config.limits.maxEventStreamsPerCompany })
   const hub = parts.wrap ? parts.wrap(made) : made
   bus.onChange(() => hub.onChange())
   onClose(() => hub.close())

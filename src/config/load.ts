@@ -62,6 +62,7 @@ function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig 
     maxConnections: values.MAX_CONNECTIONS,
     maxRequestsPerSocket: values.MAX_REQUESTS_PER_SOCKET,
     maxEventStreams: values.MAX_EVENT_STREAMS,
+    maxEventStreamsPerCompany: values.MAX_EVENT_STREAMS_PER_COMPANY,
     authFailureLimit: values.AUTH_FAILURE_LIMIT,
     trustProxy: values.TRUST_PROXY ?? [],
   }

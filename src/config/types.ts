@@ -93,6 +93,8 @@ export interface LimitsConfig {
   maxRequestsPerSocket: number
   /** open event streams per node (SPEC §8.2); past it: 503 */
   maxEventStreams: number
+  /** open event streams of one company per node (SPEC §8.2); past it: 429 */
+  maxEventStreamsPerCompany: number
   /** failed credentials per minute per client address and per keyId (0: no limit) */
   authFailureLimit: number
   /** proxies whose X-Forwarded-For names the client: addresses, CIDRs, loopback/linklocal/uniquelocal */

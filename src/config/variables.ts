@@ -63,6 +63,8 @@ export const VARIABLES = {
   HTTP_WRITE_BATCHING: boolean({ default: 'true', help: "write the answers of one event-loop turn together, at its end (one wake-up of a caller on the same host instead of one per answer); false: each as it is ready" }),
   MAX_CONNECTIONS: integer(0, 10_000_000, { default: '10000', help: 'open connections per node (0: no cap)' }),
   MAX_EVENT_STREAMS: integer(0, 1_000_000, { default: '1000', help: 'open event streams (GET /rest/v1/auth/events) per node; past it: 503' }),
+  // A company's backends need a stream or a few per node; the rest of the node's places stay for the other companies.
+  MAX_EVENT_STREAMS_PER_COMPANY: integer(1, 1_000_000, { default: '16', help: "open event streams of one company per node; past it: 429 (the other companies' streams still open)" }),
   MAX_REQUESTS_PER_SOCKET: integer(0, 10_000_000, { default: '0', help: 'requests on one connection before it is closed (0: no limit)' }),
   AUTH_FAILURE_LIMIT: integer(0, 1_000_000, { default: '20', help: 'failed credentials per minute per client or keyId (0: no limit)' }),
   TRUST_PROXY: proxies({ help: 'addresses or CIDR ranges of the proxies whose X-Forwarded-For names the client' }),

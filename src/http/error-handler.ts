@@ -31,14 +31,19 @@ export function toRouteError(error: unknown, request: FastifyRequest): ApiError 
 
 /**
  * How an error answer is logged, whatever body it is sent with (the OAuth endpoints send
- * RFC 6749 bodies): 5xx at error (a store that is away once per 5 s), a refused credential
- * at info with its keyId and client address (SPEC §7.3, never the secret), other 4xx at info.
+ * RFC 6749 bodies): 5xx at error (a store that is away once per 5 s), a node or company at
+ * its bound at warn (once per 5 s), a refused credential at info with its keyId and client
+ * address (SPEC §7.3, never the secret), other 4xx at info.
  */
 export function errorLog(fastify: FastifyInstance): (request: FastifyRequest, error: unknown, apiError: ApiError) => void {
   const logUnavailable = throttledLog(fastify.log, Date.now, 'error')
+  const logRefusal = throttledLog(fastify.log, Date.now, 'warn')
   return (request, error, apiError) => {
     const where = { reqId: request.id, method: request.method, route: request.routeOptions.url }
-    if (apiError.statusCode === 503) {
+    if (CAPACITY_REFUSALS.has(apiError.code)) {
+      // A node at its bounds is working as configured: worth a warning, not an error, and not one per refusal.
+      logRefusal(`${apiError.message} (repeats within 5 s are not logged; chat_auth_http_requests_total counts them)`, { ...where, code: apiError.code, statusCode: apiError.statusCode })
+    } else if (apiError.statusCode === 503) {
       logUnavailable('store unavailable (repeats within 5 s are not logged; chat_auth_http_requests_total counts them)', { ...where, err: error })
     } else if (apiError.statusCode >= 500) {
       request.log.error({ ...where, err: error }, 'unexpected error')
@@ -52,6 +57,8 @@ export function errorLog(fastify: FastifyInstance): (request: FastifyRequest, er
 }
 
 const CREDENTIAL_REFUSALS = new Set(['INVALID_API_CREDENTIALS', 'INVALID_ADMIN_TOKEN', 'RATE_LIMITED'])
+/** a bound of the node or of a company's share reached: not a failure of anything */
+const CAPACITY_REFUSALS = new Set(['TOO_MANY_EVENT_STREAMS', 'TOO_MANY_COMPANY_EVENT_STREAMS'])
 
 export function body(error: ApiError): ErrorBody {
   return { statusCode: error.statusCode, message: error.message, code: error.code }

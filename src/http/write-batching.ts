@@ -33,6 +33,25 @@ export function batchWrites(server: Server): void {
   })
 }
 
+/**
+ * A connection whose writes must leave as they are made: an event stream's writes are not the
+ * answers of one turn, and the event of a change must be in the kernel's hands before the node
+ * acknowledges that change (SPEC §8.2), which a write held to the turn's end is not. What the
+ * socket queued is written first, in order; then its own methods are net.Socket's again.
+ */
+export function writeAsReady(socket: Socket): void {
+  if (socket._write !== queueWrite) return
+  for (const write of queued) {
+    if (write.socket !== socket) continue
+    write.socket = null
+    writeGeneric.call(socket, write.writev, write.data, write.encoding, write.cb)
+  }
+  // The own properties gone, the prototype's (net.Socket's) methods answer again.
+  delete (socket as Partial<Socket>)._write
+  delete (socket as Partial<Socket>)._writev
+  delete (socket as Partial<Socket>)._destroy
+}
+
 type Callback = (error?: Error | null) => void
 
 // net.Socket's own implementation, which both of its methods call, and its own _destroy.

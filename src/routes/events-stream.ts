@@ -7,6 +7,7 @@ import { basicCredentials } from '../http/basic-credentials.js'
 import { decodeCursor, type Position } from '../stream/cursor.js'
 import type { EventHub } from '../stream/hub.js'
 import { JSON_CONTENT_TYPE } from '../json-text.js'
+import { writeAsReady } from '../http/write-batching.js'
 
 /** SPEC §7.2: every type an event can have (migrations/005_events.sql). */
 export const EVENT_TYPES = new Set([
@@ -67,11 +68,14 @@ export const eventStreamRoute: FastifyPluginAsyncTypebox<EventStreamRouteOptions
       const presented = request.headers['last-event-id'] ?? request.query.after
       const resume: Position | 'reset' | undefined =
         typeof presented !== 'string' || presented === '' ? undefined : (decodeCursor(await cursorSecret(), key.companyId, presented) ?? 'reset')
-      if (!hub.reserve()) throw errors.tooManyEventStreams()
+      const refused = hub.reserve(key.companyId)
+      if (refused === 'node-full') throw errors.tooManyEventStreams()
+      if (refused === 'company-full') throw errors.tooManyCompanyEventStreams()
       reply.hijack()
       const response = reply.raw
       // An idle stream is kept open by its pings, not closed by the request timeout.
       request.raw.socket.setTimeout(0)
+      writeAsReady(request.raw.socket)
       const start = () => {
         // connection: close — the socket ends with the stream, so a closing node waits for no idle keep-alive.
         response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
