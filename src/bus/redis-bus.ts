@@ -118,7 +118,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     onOutcome: (outcome, latencyMs, missing) => {
       count.published(outcome, latencyMs)
       if (outcome === 'failed') log.error('change committed but not published: the write fails')
-      else if (missing.length) log.debug({ missing }, 'waited out the lease of nodes that did not acknowledge')
+      // A node that did not acknowledge in time is overloaded, stalled or cut off: its caches stopped serving, and an operator wants to know.
+      else if (missing.length) warn('waited out the lease of nodes that did not acknowledge (repeats within 5 s are not logged; chat_auth_bus_publishes_total counts them)', { missing })
     },
   })
 
