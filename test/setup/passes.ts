@@ -36,6 +36,7 @@ const ONCE = [
   'test/sessions.test.ts',
   'test/setup.test.ts',
   'test/telemetry.test.ts',
+  'test/tenant-streams.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
   'test/webhooks-multi-node.test.ts',
