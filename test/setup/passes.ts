@@ -38,6 +38,7 @@ const ONCE = [
   'test/telemetry.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
+  'test/webhooks-fairness.test.ts',
   'test/webhooks-multi-node.test.ts',
 ]
 
