@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Store } from '../store/store.js'
 import { ATTEMPT_TIMEOUT_MS, sendAttempt } from './send.js'
+import type { Destinations } from './destinations.js'
 import { retryDelayMs, RETRY_FOR_MS } from './schedule.js'
 import { throttledLog } from '../throttled-log.js'
 
@@ -21,6 +22,8 @@ export interface WebhookWorkerOptions {
    * read each was a query per change per node (bench/RESULTS.md).
    */
   nudgeIntervalMs?: number
+  /** where attempts may go (SPEC §9.3: public addresses, and what WEBHOOK_ALLOW_PRIVATE_NETWORKS adds) */
+  destinations: Destinations
   /** endpoints sent to at once by this node (default 32): an endpoint that hangs holds one for 5 s per attempt */
   concurrency?: number
   /** per attempt (5 s: SPEC §9.3); tests only */
@@ -54,6 +57,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS
   const leaseMs = timeoutMs * 2
   const concurrency = options.concurrency ?? 32
+  const { destinations } = options
   const nudgeIntervalMs = options.nudgeIntervalMs ?? 50
   const stopping = new AbortController()
   const active = new Set<Promise<void>>()
@@ -72,7 +76,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       full = due.length === DELIVERIES_PER_TURN
       for (const delivery of due) {
         if (stopping.signal.aborted) return
-        const attempt = await sendAttempt(endpoint, delivery, { stop: stopping.signal, timeoutMs })
+        const attempt = await sendAttempt(endpoint, delivery, { stop: stopping.signal, destinations, timeoutMs })
         // Cut short by the close: not an attempt; the delivery stays due for whoever comes next.
         if (attempt.interrupted) return
         options.onAttempt?.(attempt.delivered ? 'delivered' : 'failed')
