@@ -66,6 +66,8 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'fd00::/129' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
     [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/8, true' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
     [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'intranet.example/8' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_SLOTS_PER_COMPANY: '0' }, 'WEBHOOK_SLOTS_PER_COMPANY'],
+    [{ WEBHOOK_SLOTS_PER_COMPANY: '33' }, 'WEBHOOK_SLOTS_PER_COMPANY'],
     [{ PORT: 'abc' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -181,6 +183,8 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.equal(loadConfig({}).webhookPrivateNetworks, undefined, 'unset: public destinations only')
   t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhookPrivateNetworks, true)
   t.same(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/8, fd00::/8,127.0.0.1/32' }).webhookPrivateNetworks, ['10.0.0.0/8', 'fd00::/8', '127.0.0.1/32'])
+  t.equal(loadConfig({}).webhookSlotsPerCompany, 4)
+  t.equal(loadConfig({ WEBHOOK_SLOTS_PER_COMPANY: '32' }).webhookSlotsPerCompany, 32)
 })
 
 t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {

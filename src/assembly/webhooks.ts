@@ -28,6 +28,7 @@ export function openWebhooks(
     logger: parts.logger,
     retryBaseMs: config.webhookRetryBaseMs,
     destinations,
+    slotsPerCompany: config.webhookSlotsPerCompany,
     onAttempt: (outcome) => attempts(labels[outcome]),
   })
   // Never holds the acknowledgement: a write never waits for a delivery.

@@ -34,6 +34,7 @@ export function parseConfig(env: Env): Config {
     maxLiveTokenRevocations: values.MAX_LIVE_TOKEN_REVOCATIONS,
     webhookRetryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
     webhookPrivateNetworks: values.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    webhookSlotsPerCompany: values.WEBHOOK_SLOTS_PER_COMPANY,
     seedDemo: values.SEED_DEMO,
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),

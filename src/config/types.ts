@@ -38,6 +38,8 @@ export interface Config {
   webhookRetryBaseMs: number
   /** webhook destinations allowed besides public addresses: CIDR ranges, or true for all (WEBHOOK_ALLOW_PRIVATE_NETWORKS) */
   webhookPrivateNetworks: true | string[] | undefined
+  /** how many of a node's webhook sending slots one company may hold at once (WEBHOOK_SLOTS_PER_COMPANY) */
+  webhookSlotsPerCompany: number
   /** how long a node trusts its cache after the channel last proved itself alive */
   leaseMs: number
   /** users read into the cache at start, before /readyz answers 200 (0: none) */

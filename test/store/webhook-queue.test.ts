@@ -45,16 +45,16 @@ t.test('leases: one claimer per endpoint until it lapses or is given back; a los
   const { db, store, company, user } = await storeWithUser(t, 'bob')
   const hook = (await store.createWebhook({ id: randomUUID(), companyId: company.id, url: 'http://127.0.0.1:9/', types: null, secret: 'whsec_x' }))!
   const mine = (endpoints: Array<{ id: string }>) => endpoints.filter((e) => e.id === hook.id)
-  t.strictSame(mine(await store.claimEndpoints('a', 60_000, 100)), [], 'nothing due, nothing claimed')
+  t.strictSame(mine(await store.claimEndpoints('a', 60_000, 100, 100)), [], 'nothing due, nothing claimed')
   await store.incrementTokenVersion(company.id, user.id)
 
-  const [claimed] = mine(await store.claimEndpoints('a', 300, 100))
-  t.strictSame(claimed, { id: hook.id, url: 'http://127.0.0.1:9/', secret: 'whsec_x' })
-  t.strictSame(mine(await store.claimEndpoints('b', 300, 100)), [], 'leased: another claimer skips it')
+  const [claimed] = mine(await store.claimEndpoints('a', 300, 100, 100))
+  t.strictSame(claimed, { id: hook.id, url: 'http://127.0.0.1:9/', secret: 'whsec_x', unanswered: 0 })
+  t.strictSame(mine(await store.claimEndpoints('b', 300, 100, 100)), [], 'leased: another claimer skips it')
   await sleep(400)
-  t.equal(mine(await store.claimEndpoints('b', 60_000, 100)).length, 1, 'lapsed: another claimer takes it')
+  t.equal(mine(await store.claimEndpoints('b', 60_000, 100, 100)).length, 1, 'lapsed: another claimer takes it')
   const [due] = await store.dueDeliveries(hook.id, 10)
-  const failed = { delivered: false, status: 500, error: 'answered 500', retryInMs: 60_000, retryForMs: 86_400_000 }
+  const failed = { delivered: false, status: 500, error: 'answered 500', retryInMs: 60_000, retryForMs: 86_400_000, pauseEndpointMs: null }
   t.equal(await store.recordAttempt('a', hook.id, due!.id, failed, 10_000), false, 'the first claimer learns it lost the lease')
   t.equal(await store.recordAttempt('b', hook.id, due!.id, failed, 10_000), true, 'the holder renews it')
   const [after] = await store.listDeliveries(hook.id, 10)
@@ -64,10 +64,10 @@ t.test('leases: one claimer per endpoint until it lapses or is given back; a los
 
   await store.releaseEndpoint('a', hook.id)
   await db.query(`UPDATE webhook_delivery SET next_attempt_at = now() WHERE webhook_id = $1`, [hook.id])
-  t.strictSame(mine(await store.claimEndpoints('c', 60_000, 100)), [], "giving back a lease one does not hold changes nothing")
+  t.strictSame(mine(await store.claimEndpoints('c', 60_000, 100, 100)), [], "giving back a lease one does not hold changes nothing")
   await store.releaseEndpoint('b', hook.id)
-  t.equal(mine(await store.claimEndpoints('c', 60_000, 100)).length, 1, 'given back: taken at once')
-  const delivered = { delivered: true, status: 200, error: null, retryInMs: 60_000, retryForMs: 86_400_000 }
+  t.equal(mine(await store.claimEndpoints('c', 60_000, 100, 100)).length, 1, 'given back: taken at once')
+  const delivered = { delivered: true, status: 200, error: null, retryInMs: 60_000, retryForMs: 86_400_000, pauseEndpointMs: null }
   t.equal(await store.recordAttempt('c', hook.id, due!.id, delivered, 10_000), true)
   t.match((await store.listDeliveries(hook.id, 10))[0], { attempts: 3, lastStatus: 200, lastError: null, nextAttemptAt: null })
   t.type((await store.listDeliveries(hook.id, 10))[0]!.deliveredAt, Date)
