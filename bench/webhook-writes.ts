@@ -25,6 +25,8 @@ const config = loadConfig({
   JWT_SECRET: 'bench-jwt-secret-that-is-at-least-32-bytes-long!',
   SEED_DEMO: 'false',
   LOG_LEVEL: 'warn',
+  // The hanging receiver is on loopback: webhooks go only to public addresses unless allowed.
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
   ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: 'memory://' }),
 })
 const { app } = await buildApp(config, { logger: pino({ level: 'warn' }) })

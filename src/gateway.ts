@@ -20,6 +20,7 @@ import { openSessions } from './assembly/sessions.js'
 import { openEventStreams, type EventStreams } from './assembly/event-hub.js'
 import { openWebhooks } from './assembly/webhooks.js'
 import type { WebhookWorker } from './webhooks/worker.js'
+import type { Destinations } from './webhooks/destinations.js'
 import type { Sessions } from './sessions/sessions.js'
 import type { ClockWatch } from './clock/offset.js'
 import { revocationGraceSeconds } from './clock/grace.js'
@@ -55,6 +56,8 @@ export interface Gateway extends Services {
   readonly eventStreams: EventStreams
   /** sends the company's events to their webhooks (SPEC §9.3), in the background */
   readonly webhooks: WebhookWorker
+  /** where webhooks may be sent (SPEC §9.3): what the admin API checks a new one against */
+  readonly webhookDestinations: Destinations
 }
 
 export interface GatewayOptions {
@@ -94,7 +97,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
     const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
     const eventStreams = openEventStreams(onClose, config, { store, bus, logger, wrap: options.parts?.eventHub })
-    const webhooks = openWebhooks(onClose, config, { store, bus, metrics, logger })
+    const { worker: webhooks, destinations: webhookDestinations } = openWebhooks(onClose, config, { store, bus, metrics, logger })
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {
@@ -110,6 +113,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       sessions,
       eventStreams,
       webhooks,
+      webhookDestinations,
       warmedUp,
       clock,
       generatedAdminToken: keys.generatedAdminToken,

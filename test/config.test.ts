@@ -59,6 +59,15 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ TRUST_PROXY: 'proxy.example.com' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '127.0.0.1, true' }, 'TRUST_PROXY'],
+    // Issue 40, point 4: webhook destinations allowed besides public addresses.
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.1' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/33' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'fd00::/129' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/8, true' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'intranet.example/8' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ WEBHOOK_SLOTS_PER_COMPANY: '0' }, 'WEBHOOK_SLOTS_PER_COMPANY'],
+    [{ WEBHOOK_SLOTS_PER_COMPANY: '33' }, 'WEBHOOK_SLOTS_PER_COMPANY'],
     [{ PORT: 'abc' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -172,6 +181,11 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.equal(loadConfig({ TOKEN_MAX_TTL: '36500d' }).tokenMaxTtlSeconds, 36500 * 86400)
   t.equal(loadConfig({}).maxLiveTokenRevocations, 100_000)
   t.equal(loadConfig({ MAX_LIVE_TOKEN_REVOCATIONS: '1' }).maxLiveTokenRevocations, 1)
+  t.equal(loadConfig({}).webhookPrivateNetworks, undefined, 'unset: public destinations only')
+  t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhookPrivateNetworks, true)
+  t.same(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/8, fd00::/8,127.0.0.1/32' }).webhookPrivateNetworks, ['10.0.0.0/8', 'fd00::/8', '127.0.0.1/32'])
+  t.equal(loadConfig({}).webhookSlotsPerCompany, 4)
+  t.equal(loadConfig({ WEBHOOK_SLOTS_PER_COMPANY: '32' }).webhookSlotsPerCompany, 32)
 })
 
 t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {

@@ -23,7 +23,7 @@ t.teardown(async () => {
 t.test('two nodes on one PostgreSQL: each attempt made by one node only', async (t) => {
   const databaseUrl = await freshPostgresDatabase(t)
   redis = await startRedis()
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, WEBHOOK_RETRY_BASE_MS: '20' }
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8' }
   nodes.push(await startGatewayProcess(env, { name: 'node-a' }))
   nodes.push(await startGatewayProcess(env, { name: 'node-b' }))
   const [a, b] = nodes as [GatewayProcess, GatewayProcess]

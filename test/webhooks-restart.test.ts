@@ -19,7 +19,7 @@ async function durableStore(t: Teardown): Promise<Record<string, string>> {
 }
 
 t.test('kill -9 with a delivery in flight, then a restart: nothing lost', async (t) => {
-  const env = { ...(await durableStore(t)), WEBHOOK_RETRY_BASE_MS: '50' }
+  const env = { ...(await durableStore(t)), WEBHOOK_RETRY_BASE_MS: '50', WEBHOOK_ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8' }
   const receiver = await startWebhookReceiver()
   t.teardown(() => receiver.close())
   receiver.behave = (request) => (request.n === 1 ? 'hang' : 200)

@@ -4,6 +4,7 @@ import type { Metrics } from '../metrics.js'
 import type { InvalidationBus } from '../bus/bus.js'
 import type { Store } from '../store/store.js'
 import { createWebhookWorker, type WebhookWorker } from '../webhooks/worker.js'
+import { destinationPolicy, type Destinations } from '../webhooks/destinations.js'
 import type { OnClose } from './lifecycle.js'
 
 /**
@@ -11,15 +12,23 @@ import type { OnClose } from './lifecycle.js'
  * this node learns of — its own writes and, over Redis, every other node's — wakes it (at
  * once, or with the others of the same 50 ms: webhooks/worker.ts); its own poll finds the
  * rest (events of writes that publish nothing, retries falling due). Closed before the
- * store: attempts in flight are cut short and their leases given back.
+ * store: attempts in flight are cut short and their leases given back. Its destinations
+ * (WEBHOOK_ALLOW_PRIVATE_NETWORKS) are the ones the admin API checks a new webhook against.
  */
-export function openWebhooks(onClose: OnClose, config: Config, parts: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger }): WebhookWorker {
+export function openWebhooks(
+  onClose: OnClose,
+  config: Config,
+  parts: { store: Store; bus: InvalidationBus; metrics: Metrics; logger: Logger },
+): { worker: WebhookWorker; destinations: Destinations } {
+  const destinations = destinationPolicy(config.webhookPrivateNetworks)
   const attempts = parts.metrics.counter('chat_auth_webhook_attempts_total', 'Webhook delivery attempts made by this node, by outcome', ['outcome'])
   const labels = { delivered: { outcome: 'delivered' }, failed: { outcome: 'failed' } }
   const worker = createWebhookWorker({
     store: parts.store,
     logger: parts.logger,
     retryBaseMs: config.webhookRetryBaseMs,
+    destinations,
+    slotsPerCompany: config.webhookSlotsPerCompany,
     onAttempt: (outcome) => attempts(labels[outcome]),
   })
   // Never holds the acknowledgement: a write never waits for a delivery.
@@ -28,5 +37,5 @@ export function openWebhooks(onClose: OnClose, config: Config, parts: { store: S
     return undefined
   })
   onClose(() => worker.stop())
-  return worker
+  return { worker, destinations }
 }

@@ -145,6 +145,22 @@ export function proxies<D extends string | undefined = undefined>(about: About<D
   })
 }
 
+/** `true`, or comma-separated CIDR ranges (`10.0.0.0/8`, `fd00::/8`): each an address and its prefix length. */
+export function networks<D extends string | undefined = undefined>(about: About<D>): Variable<true | string[], D> {
+  return variable(about, (value, name) => {
+    if (value === 'true') return true
+    const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+    for (const entry of entries) {
+      const [address, prefix, ...rest] = entry.split('/')
+      const version = isIP(address!)
+      const prefixOk = prefix !== undefined && /^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32)
+      if (version === 0 || !prefixOk || rest.length > 0) throw new ConfigError(name, `expected true or CIDR ranges such as 10.0.0.0/8, comma-separated; got "${entry}"`)
+    }
+    if (entries.length === 0) throw new ConfigError(name, 'expected true or CIDR ranges such as 10.0.0.0/8, comma-separated')
+    return entries
+  }, 'true|CIDR,…')
+}
+
 /** `host:port,host:port,…`, each once; an IPv6 address in brackets (`[::1]:26379`). */
 export function hostPorts<D extends string | undefined = undefined>(about: About<D>): Variable<SentinelAddress[], D> {
   return variable(about, (value, name) => {

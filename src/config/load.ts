@@ -33,6 +33,8 @@ export function parseConfig(env: Env): Config {
     eventRetentionDays: values.EVENT_RETENTION_DAYS,
     maxLiveTokenRevocations: values.MAX_LIVE_TOKEN_REVOCATIONS,
     webhookRetryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
+    webhookPrivateNetworks: values.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    webhookSlotsPerCompany: values.WEBHOOK_SLOTS_PER_COMPANY,
     seedDemo: values.SEED_DEMO,
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),

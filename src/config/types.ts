@@ -36,6 +36,10 @@ export interface Config {
   eventRetentionDays: number
   /** the wait after a failed webhook attempt, doubled after each (WEBHOOK_RETRY_BASE_MS) */
   webhookRetryBaseMs: number
+  /** webhook destinations allowed besides public addresses: CIDR ranges, or true for all (WEBHOOK_ALLOW_PRIVATE_NETWORKS) */
+  webhookPrivateNetworks: true | string[] | undefined
+  /** how many of a node's webhook sending slots one company may hold at once (WEBHOOK_SLOTS_PER_COMPANY) */
+  webhookSlotsPerCompany: number
   /** how long a node trusts its cache after the channel last proved itself alive */
   leaseMs: number
   /** users read into the cache at start, before /readyz answers 200 (0: none) */

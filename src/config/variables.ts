@@ -1,5 +1,5 @@
 import { MIN_SECRET_BYTES } from '../jwt/key-material.js'
-import { boolean, duration, folder, hostPorts, integer, oneOf, proxies, redisName, span, text, url, type Variable } from './kinds.js'
+import { boolean, duration, folder, hostPorts, integer, networks, oneOf, proxies, redisName, span, text, url, type Variable } from './kinds.js'
 import { JWT_ALGORITHMS, LOG_LEVELS } from './types.js'
 
 /**
@@ -54,6 +54,10 @@ export const VARIABLES = {
   EVENT_RETENTION_DAYS: integer(1, 36_500, { default: '90', help: 'audit events older than this many days are deleted' }),
   // Each live revocation is a row in the store and an entry in every node's memory until its token expires.
   WEBHOOK_RETRY_BASE_MS: integer(10, 3_600_000, { default: '5000', help: 'wait after a failed webhook attempt, doubled after each (at most an hour), retried for 24 h' }),
+  // Unset, a webhook's URL must be (and resolve to) a public unicast address (SPEC §9.3).
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: networks({ help: 'webhook destinations allowed besides public addresses: CIDR ranges (10.0.0.0/8,fd00::/8), or true for every address' }),
+  // A node sends to 32 endpoints at once; one that hangs holds its slot for 5 s per attempt.
+  WEBHOOK_SLOTS_PER_COMPANY: integer(1, 32, { default: '4', help: "of a node's 32 webhook sending slots, how many one company's endpoints may hold at once" }),
   MAX_LIVE_TOKEN_REVOCATIONS: integer(1, 100_000_000, { default: '100000', help: 'live single-token revocations (revoke-token) one company may hold; past it: 409' }),
   SEED_DEMO: boolean({ default: 'true', help: 'create a demo company, agent and key on an empty embedded store' }),
   REDIS_PREFIX: redisName(64, { default: 'chat-auth', help: 'prefix of the Redis channel and keys of this deployment' }),

@@ -3,8 +3,8 @@ import { all, count, one, type BigintColumn } from './query.js'
 
 /**
  * A company's webhook endpoints and their delivery queue (SPEC §9.3,
- * migrations/010_webhooks.sql). Deliveries are enqueued by the event's own transaction (a
- * trigger); here they are taken, recorded and pruned. The secret is read only by
+ * migrations/010_webhooks.sql and 011_webhook_fairness.sql). Deliveries are enqueued by the
+ * event's own transaction (a trigger); here they are taken, recorded and pruned. The secret is read only by
  * `claimEndpoints`, for the sender to sign with: no listing returns it.
  */
 export interface WebhookRecord {
@@ -33,6 +33,8 @@ export interface LeasedEndpoint {
   id: string
   url: string
   secret: string
+  /** its attempts in a row that got no answer (migrations/011_webhook_fairness.sql) */
+  unanswered: number
 }
 
 /** One queued delivery, as the sender sends it. */
@@ -53,6 +55,8 @@ export interface AttemptOutcome {
   retryInMs: number
   /** a failed delivery is retried while it is younger than this */
   retryForMs: number
+  /** no answer came: the endpoint as a whole is not claimed for this long; null: an answer came */
+  pauseEndpointMs: number | null
 }
 
 const WEBHOOK_COLUMNS = `id, company_id, url, types, created_at`
@@ -117,25 +121,43 @@ export function webhookStore(db: Db) {
       ),
 
     /**
-     * Takes the lease of up to `limit` endpoints that have a delivery due and no live lease.
-     * SKIP LOCKED: nodes claiming at once never take the same endpoint, and never wait on
-     * each other; a row another node leased meanwhile fails the re-check of the WHERE.
+     * Takes the lease of up to `limit` endpoints that have a delivery due, no live lease and no
+     * pause, at most `perCompany` of one company's counting those `owner` holds already
+     * (SPEC §7.3: one company's endpoints never fill a node's slots). Companies take turns:
+     * each one's first endpoint (the one whose delivery has waited longest) before anyone's
+     * second. SKIP LOCKED: nodes claiming at once never take the same endpoint, and never wait
+     * on each other; a row another node leased meanwhile fails the re-check of the WHERE.
      */
-    claimEndpoints: (owner: string, leaseMs: number, limit: number): Promise<LeasedEndpoint[]> =>
-      all<{ id: string; url: string; secret: string }, LeasedEndpoint>(
+    claimEndpoints: (owner: string, leaseMs: number, limit: number, perCompany: number): Promise<LeasedEndpoint[]> =>
+      all<{ id: string; url: string; secret: string; unanswered: number }, LeasedEndpoint>(
         db,
-        `WITH picked AS (
-           SELECT w.id FROM webhook w
-           WHERE (w.lease_until IS NULL OR w.lease_until < clock_timestamp())
-             AND EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.webhook_id = w.id AND d.next_attempt_at <= clock_timestamp())
-           ORDER BY w.lease_until NULLS FIRST, w.id
+        `WITH held AS (
+           SELECT company_id, count(*) AS n FROM webhook
+           WHERE lease_owner = $1 AND lease_until >= clock_timestamp()
+           GROUP BY company_id),
+         due AS (
+           SELECT w.id, w.company_id, oldest.at,
+                  row_number() OVER (PARTITION BY w.company_id ORDER BY oldest.at, w.id) AS turn
+           FROM webhook w
+           CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS at FROM webhook_delivery d
+                               WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL) oldest
+           WHERE oldest.at <= clock_timestamp()
+             AND (w.lease_until IS NULL OR w.lease_until < clock_timestamp())
+             AND (w.paused_until IS NULL OR w.paused_until <= clock_timestamp())),
+         picked AS (
+           SELECT w.id FROM due
+           JOIN webhook w ON w.id = due.id
+           LEFT JOIN held ON held.company_id = due.company_id
+           WHERE due.turn + coalesce(held.n, 0) <= $4
+             AND (w.lease_until IS NULL OR w.lease_until < clock_timestamp())
+           ORDER BY due.turn, due.at, due.id
            LIMIT $3
            FOR UPDATE OF w SKIP LOCKED)
          UPDATE webhook w SET lease_owner = $1, lease_until = clock_timestamp() + $2::double precision * interval '1 millisecond'
          FROM picked WHERE w.id = picked.id
-         RETURNING w.id, w.url, w.secret`,
-        [owner, leaseMs, limit],
-        (row) => ({ id: row.id, url: row.url, secret: row.secret }),
+         RETURNING w.id, w.url, w.secret, w.unanswered`,
+        [owner, leaseMs, limit, perCompany],
+        (row) => ({ id: row.id, url: row.url, secret: row.secret, unanswered: row.unanswered }),
       ),
 
     /** An endpoint's due deliveries, in event order. */
@@ -151,7 +173,8 @@ export function webhookStore(db: Db) {
 
     /**
      * Records an attempt and renews the lease, in one statement; false when this node no
-     * longer holds the lease (it lapsed and another node took it): the sender stops.
+     * longer holds the lease (it lapsed and another node took it): the sender stops. An
+     * attempt without an answer pauses the endpoint and counts; an answer clears both.
      */
     recordAttempt: async (owner: string, webhookId: string, deliveryId: string, outcome: AttemptOutcome, leaseMs: number): Promise<boolean> => {
       const rows = await db.query<{ owned: boolean }>(
@@ -166,11 +189,14 @@ export function webhookStore(db: Db) {
                                     ELSE clock_timestamp() + $6::double precision * interval '1 millisecond' END
            WHERE id = $2::bigint),
          renewed AS (
-           UPDATE webhook SET lease_until = clock_timestamp() + $8::double precision * interval '1 millisecond'
+           UPDATE webhook SET
+             lease_until = clock_timestamp() + $8::double precision * interval '1 millisecond',
+             unanswered = CASE WHEN $10::double precision IS NULL THEN 0 ELSE unanswered + 1 END,
+             paused_until = clock_timestamp() + $10::double precision * interval '1 millisecond'
            WHERE id = $9::uuid AND lease_owner = $1::text AND lease_until >= clock_timestamp()
            RETURNING 1)
          SELECT EXISTS (SELECT 1 FROM renewed) AS owned`,
-        [owner, deliveryId, outcome.delivered, outcome.status, outcome.error, outcome.retryInMs, outcome.retryForMs, leaseMs, webhookId],
+        [owner, deliveryId, outcome.delivered, outcome.status, outcome.error, outcome.retryInMs, outcome.retryForMs, leaseMs, webhookId, outcome.pauseEndpointMs],
       )
       return rows[0]!.owned
     },

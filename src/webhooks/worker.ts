@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import type { Store } from '../store/store.js'
+import type { LeasedEndpoint, Store } from '../store/store.js'
 import { ATTEMPT_TIMEOUT_MS, sendAttempt } from './send.js'
+import type { Destinations } from './destinations.js'
 import { retryDelayMs, RETRY_FOR_MS } from './schedule.js'
 import { throttledLog } from '../throttled-log.js'
 
@@ -21,8 +22,12 @@ export interface WebhookWorkerOptions {
    * read each was a query per change per node (bench/RESULTS.md).
    */
   nudgeIntervalMs?: number
+  /** where attempts may go (SPEC §9.3: public addresses, and what WEBHOOK_ALLOW_PRIVATE_NETWORKS adds) */
+  destinations: Destinations
   /** endpoints sent to at once by this node (default 32): an endpoint that hangs holds one for 5 s per attempt */
   concurrency?: number
+  /** of those, how many one company's endpoints may hold at once (WEBHOOK_SLOTS_PER_COMPANY, default 4) */
+  slotsPerCompany?: number
   /** per attempt (5 s: SPEC §9.3); tests only */
   timeoutMs?: number
   /** counts attempts by outcome */
@@ -46,6 +51,12 @@ const DELIVERIES_PER_TURN = 50
  * is renewed with each attempt recorded; a node that dies holding one delays that endpoint by
  * at most the lease, and the attempt it had in flight is made again (a duplicate, if the
  * receiver had taken it). A write never waits for any of this: it only inserted rows.
+ *
+ * One company never slows another (SPEC §7.3): its endpoints hold at most `slotsPerCompany`
+ * of the node's slots, the claim takes companies in turn, and an endpoint whose attempt got
+ * no answer (a timeout, a failed connection) ends its turn and is paused as a whole for the
+ * retry wait, so that its queued events do not each hold a slot for a timeout of their own.
+ * An answer, even a 500, shows the endpoint alive: its turn goes on with the next event.
  */
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { store, retryBaseMs } = options
@@ -54,6 +65,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS
   const leaseMs = timeoutMs * 2
   const concurrency = options.concurrency ?? 32
+  const slotsPerCompany = options.slotsPerCompany ?? 4
+  const { destinations } = options
   const nudgeIntervalMs = options.nudgeIntervalMs ?? 50
   const stopping = new AbortController()
   const active = new Set<Promise<void>>()
@@ -65,23 +78,31 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const throttled = throttledLog(log, Date.now)
   const failed = (what: string, error: unknown) => throttled(`${what} failed; the next turn retries`, { err: error instanceof Error ? error.message : String(error) })
 
-  async function sendTo(endpoint: { id: string; url: string; secret: string }): Promise<void> {
+  async function sendTo(endpoint: LeasedEndpoint): Promise<void> {
     let full = false
     try {
       const due = await store.dueDeliveries(endpoint.id, DELIVERIES_PER_TURN)
       full = due.length === DELIVERIES_PER_TURN
       for (const delivery of due) {
         if (stopping.signal.aborted) return
-        const attempt = await sendAttempt(endpoint, delivery, { stop: stopping.signal, timeoutMs })
+        const attempt = await sendAttempt(endpoint, delivery, { stop: stopping.signal, destinations, timeoutMs })
         // Cut short by the close: not an attempt; the delivery stays due for whoever comes next.
         if (attempt.interrupted) return
         options.onAttempt?.(attempt.delivered ? 'delivered' : 'failed')
         const attempts = delivery.attempts + 1
         // The URL is not logged (it may carry a token of the receiver's); the id names the endpoint.
         if (!attempt.delivered) throttled(`webhook ${endpoint.id}: attempts failing`, { webhookId: endpoint.id, eventId: delivery.eventId, attempt: attempts, status: attempt.status, error: attempt.error })
-        const outcome = { delivered: attempt.delivered, status: attempt.status, error: attempt.error, retryInMs: retryDelayMs(retryBaseMs, attempts), retryForMs: RETRY_FOR_MS }
+        const answered = attempt.status !== null
+        const outcome = {
+          delivered: attempt.delivered,
+          status: attempt.status,
+          error: attempt.error,
+          retryInMs: retryDelayMs(retryBaseMs, attempts),
+          retryForMs: RETRY_FOR_MS,
+          pauseEndpointMs: answered ? null : retryDelayMs(retryBaseMs, endpoint.unanswered + 1),
+        }
         const stillMine = await store.recordAttempt(owner, endpoint.id, delivery.id, outcome, leaseMs)
-        if (!stillMine) {
+        if (!stillMine || !answered) {
           full = false
           return
         }
@@ -102,7 +123,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       if (room <= 0 || stopping.signal.aborted) return
       let endpoints
       try {
-        endpoints = await store.claimEndpoints(owner, leaseMs, room)
+        endpoints = await store.claimEndpoints(owner, leaseMs, room, slotsPerCompany)
       } catch (error) {
         failed('reading the webhook queue', error)
         return

@@ -29,7 +29,8 @@ import { waitFor } from '../support/poll.js'
 import { freePort } from '../support/ports.js'
 
 // Retries 20 ms apart (doubling) instead of 5 s: the schedule, not the wait, is under test.
-const node = await startApp(t, { WEBHOOK_RETRY_BASE_MS: '20' })
+// The receivers are on loopback: allowed here (webhook-destinations.test.ts: refused by default).
+const node = await startApp(t, { WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8' })
 const tenant = (name = 'Acme'): Promise<Tenant> => createTenant(node, name)
 const secrets: string[] = []
 

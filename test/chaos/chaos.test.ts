@@ -124,6 +124,8 @@ const STREAM_LATE_LIMIT_MS = 15_000
 /** Every event must have reached the webhook receiver this long after the load stopped (retries start at WEBHOOK_RETRY_BASE_MS). */
 const WEBHOOK_DRAIN_MS = 45_000
 const WEBHOOK_RETRY_BASE_MS = '200'
+/** The webhook receiver listens on loopback: webhooks go only to public addresses unless allowed (SPEC §9.3). */
+const WEBHOOK_ALLOW_PRIVATE_NETWORKS = '127.0.0.0/8'
 /** share of webhook attempts the receiver answers 500 */
 const WEBHOOK_FAILURE_SHARE = 0.2
 
@@ -249,6 +251,7 @@ async function setUp(redis: RedisServer, postgres: PostgresServer, database: str
     CACHE_LEASE_MS: String(LEASE_MS),
     MAX_CLOCK_SKEW,
     WEBHOOK_RETRY_BASE_MS,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS,
   })
   // The mutant runs start their nodes through a test-only entry point: no configuration
   // variable can take a defence out.
@@ -1209,6 +1212,7 @@ async function setUpSentinel(set: SentinelSet, postgres: PostgresServer, databas
     REDIS_SENTINEL_NAME: set.name,
     CACHE_LEASE_MS: String(LEASE_MS),
     WEBHOOK_RETRY_BASE_MS,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS,
   }
   const options = { mutant }
   const nodes: NodeProcess[] = []

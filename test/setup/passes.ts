@@ -39,6 +39,7 @@ const ONCE = [
   'test/tenant-streams.test.ts',
   'test/unit.test.ts',
   'test/unpublished-changes.test.ts',
+  'test/webhooks-fairness.test.ts',
   'test/webhooks-multi-node.test.ts',
 ]
 

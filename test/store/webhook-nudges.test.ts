@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import pino from 'pino'
 import { createWebhookWorker } from '../../src/webhooks/worker.js'
+import { destinationPolicy } from '../../src/webhooks/destinations.js'
 import { storeWithUser } from '../support/helpers.js'
 import { startWebhookReceiver } from '../support/webhook-receiver.js'
 import { waitFor } from '../support/poll.js'
@@ -34,7 +35,7 @@ t.test('nudges within the interval share one read of the queue; none is lost', a
     releaseEndpoint: store.releaseEndpoint.bind(store),
   }
   const interval = 1000
-  const worker = createWebhookWorker({ store: counted, logger: pino({ level: 'silent' }), retryBaseMs: 1000, pollMs: 3_600_000, nudgeIntervalMs: interval })
+  const worker = createWebhookWorker({ store: counted, logger: pino({ level: 'silent' }), retryBaseMs: 1000, pollMs: 3_600_000, nudgeIntervalMs: interval, destinations: destinationPolicy(['127.0.0.0/8']) })
   t.teardown(() => worker.stop())
   t.equal(reads, 1, 'the sender reads the queue once as it starts')
   await waitFor('the first read done', () => inFlight === 0)

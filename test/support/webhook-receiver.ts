@@ -14,6 +14,8 @@ export interface Received {
   verified: boolean
   /** the answer has been sent (false while a `hang` holds it) */
   answered: boolean
+  /** the connection of this request is gone, or its answer was sent: it no longer holds a sender */
+  ended: boolean
 }
 
 /**
@@ -34,11 +36,13 @@ export interface WebhookReceiver {
   release(): void
   /** how many requests carried each event id */
   countsByEvent(): Map<string, number>
+  /** requests taken and neither answered nor given up by their sender: the senders this receiver holds now */
+  open(): number
   close(): Promise<void>
 }
 
-/** A real HTTP server on a free port (or `port`), recording every webhook POST it takes. */
-export async function startWebhookReceiver(options: { port?: number } = {}): Promise<WebhookReceiver> {
+/** A real HTTP server on a free port (or `port`) of 127.0.0.1 (or `host`), recording every webhook POST it takes. */
+export async function startWebhookReceiver(options: { port?: number; host?: string } = {}): Promise<WebhookReceiver> {
   const received: Received[] = []
   const held = new Set<{ response: ServerResponse; entry: Received }>()
   const receiver: WebhookReceiver = {
@@ -51,6 +55,7 @@ export async function startWebhookReceiver(options: { port?: number } = {}): Pro
       for (const hold of held) answer(hold.response, hold.entry, 200)
       held.clear()
     },
+    open: () => received.filter((entry) => !entry.ended).length,
     countsByEvent() {
       const counts = new Map<string, number>()
       for (const entry of received) counts.set(entry.event.id, (counts.get(entry.event.id) ?? 0) + 1)
@@ -88,16 +93,18 @@ export async function startWebhookReceiver(options: { port?: number } = {}): Pro
       } catch {
         event = { id: '', type: '', at: '', companyId: '', actor: {}, subject: {}, detail: {} }
       }
-      const entry: Received = { n: received.length + 1, headers, body, event, verified, answered: false }
+      const entry: Received = { n: received.length + 1, headers, body, event, verified, answered: false, ended: false }
       received.push(entry)
+      response.on('close', () => (entry.ended = true))
       const behaviour = receiver.behave(entry)
       if (behaviour === 'hang') held.add({ response, entry })
       else if (typeof behaviour === 'number') answer(response, entry, behaviour)
       else answer(response, entry, 307, { location: behaviour.redirect })
     })
   })
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
+  const host = options.host ?? '127.0.0.1'
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(options.port ?? 0, host, resolve))
   const port = (server.address() as AddressInfo).port
-  Object.assign(receiver, { port, url: `http://127.0.0.1:${port}/hook` })
+  Object.assign(receiver, { port, url: `http://${host}:${port}/hook` })
   return receiver
 }

@@ -10,6 +10,7 @@ import { customerUserRoutes } from './customer-users.js'
 import { revocationRoutes } from './revocations.js'
 import { eventRoutes } from './events.js'
 import { webhookRoutes } from './webhooks.js'
+import type { Destinations } from '../../webhooks/destinations.js'
 
 /** What the admin routes use: plain reads and writes, and the writes every node must see. */
 export interface AdminServices {
@@ -17,6 +18,8 @@ export interface AdminServices {
   changes: Changes
   /** the secret event cursors are MACed with (the node's event streams read it once for both) */
   cursorSecret: () => Promise<Buffer>
+  /** where a webhook may send (SPEC §9.3): a new one's URL is checked against it */
+  webhookDestinations: Pick<Destinations, 'refusal'>
 }
 
 export interface AdminRoutesOptions extends AdminServices {
@@ -25,14 +28,14 @@ export interface AdminRoutesOptions extends AdminServices {
 }
 
 /** SPEC §4: everything under /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`. */
-export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes, cursorSecret }: AdminRoutesOptions): Promise<void> {
+export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes, cursorSecret, webhookDestinations }: AdminRoutesOptions): Promise<void> {
   // Unknown admin paths included: a guess on any of them counts.
   fastify.addHook('onRequest', async (request) => credentials.admin(request))
   // Unknown admin paths answer 404 too, but only to a caller holding the admin token.
   fastify.setNotFoundHandler(async (request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
-  const services = { store, changes, cursorSecret }
+  const services = { store, changes, cursorSecret, webhookDestinations }
   await fastify.register(companyRoutes, services)
   await fastify.register(agentRoutes, services)
   await fastify.register(apiKeyRoutes, services)

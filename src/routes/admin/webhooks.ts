@@ -52,8 +52,8 @@ const deliveryBody = (d: DeliveryRecord): Static<typeof Delivery> => ({
   nextAttemptAt: iso(d.nextAttemptAt),
 })
 
-/** Only http: and https:, and no credentials in the URL (fetch refuses them; they would show in every listing). */
-function endpointUrl(text: string): string {
+/** Only http: and https:, and no credentials in the URL (they would show in every listing). */
+function endpointUrl(text: string): URL {
   let url: URL
   try {
     url = new URL(text)
@@ -62,7 +62,13 @@ function endpointUrl(text: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw errors.validation('url must be an absolute http: or https: URL')
   if (url.username !== '' || url.password !== '') throw errors.validation('url must not carry a user name or password')
-  return url.href
+  return url
+}
+
+/** SPEC §9.3: a public address, unless the operator allowed private networks (each attempt checks again). */
+async function publicDestination(url: URL, destinations: AdminServices['webhookDestinations']): Promise<void> {
+  const refused = await destinations.refusal(url)
+  if (refused !== undefined) throw errors.validation(`url must be a public address: ${refused} (WEBHOOK_ALLOW_PRIVATE_NETWORKS allows private networks)`)
 }
 
 function limitOf(text: string | undefined): number {
@@ -73,7 +79,7 @@ function limitOf(text: string | undefined): number {
 }
 
 /** SPEC §9.3: a company's webhook endpoints and what was sent to them (the sending: webhooks/). */
-export const webhookRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, webhookDestinations }) => {
   const CompanyParams = Type.Object({ companyId: Type.String() })
   const WebhookParams = Type.Object({ webhookId: Type.String() })
 
@@ -100,8 +106,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fa
       const types = request.body.types ?? null
       const unknown = types?.find((type) => !EVENT_TYPES.has(type))
       if (unknown !== undefined) throw errors.validation(`types: unknown event type ${JSON.stringify(unknown)}`)
+      await publicDestination(url, webhookDestinations)
       const secret = generateWebhookSecret()
-      const created = await store.createWebhook({ id: randomUUID(), companyId, url, types, secret })
+      const created = await store.createWebhook({ id: randomUUID(), companyId, url: url.href, types, secret })
       if (created === undefined) throw errors.notFound('Company')
       // The only time the secret is shown.
       return reply.code(201).send({ ...webhookBody(created), secret })
