@@ -28,7 +28,7 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { parseArgs } from 'node:util'
 import { createScratchDatabase, type ScratchDatabase } from '../test/support/databases.js'
-import { layoutFor, prepareApi } from './lib/data.js'
+import { BENCH_NEW_USER_LIMITS, layoutFor, prepareApi } from './lib/data.js'
 import { runLoad, type LoadResult } from './lib/load.js'
 import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { median } from './lib/report.js'
@@ -98,7 +98,7 @@ const results = new Map<string, Array<{ rps: number; cpuUsPerRequest: number; p9
 try {
   for (const variant of variants) {
     const database = await createScratchDatabase(values['pg-url']!, 'bench_otel')
-    const env = { DATABASE_URL: database.url, ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...variant.env }
+    const env = { DATABASE_URL: database.url, ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...BENCH_NEW_USER_LIMITS, ...variant.env }
     // A folder per variant: with OpenTelemetry on, the module loader's thread writes a profile of its own.
     const nodeFlags = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=bench-profiles/otel-cost-${variant.name.replace(/\W+/g, '-')}`] : []
     const node = await startProcess({ name: variant.name, script: variant.cli, args: ['serve'], nodeFlags, env, port: await freePort(), readyPath: '/readyz' })

@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { performance } from 'node:perf_hooks'
 import { createPgliteDb, createPostgresDb, type Db } from '../src/store/db.js'
-import { copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
+import { BENCH_NEW_USER_LIMITS, copyUsers, layoutFor, prepareApi, prepareSql, sqlDataset, stableStart, type Dataset } from './lib/data.js'
 import { runLoad, type LoadResult, type Workload } from './lib/load.js'
 import { cpuSeconds, DIST, freePort, mainThreadCpuSeconds, startProcess, type Proc } from './lib/procs.js'
 import { buildTable, type Report } from './lib/report.js'
@@ -175,6 +175,7 @@ async function main(): Promise<void> {
     JWT_SECRET: jwtSecret,
     LOG_LEVEL: 'warn',
     SEED_DEMO: 'false',
+    ...BENCH_NEW_USER_LIMITS,
     ...(store === 'pg' ? { DATABASE_URL: scratch!.url } : { DATA_DIR: dataDir }),
     ...extra,
   })

@@ -47,7 +47,8 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   fastify.addHook('preClose', (done) => (hub.close(), done()))
   await fastify.register(eventStreamRoute, { credentials, hub, cursorSecret })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds })
-  await fastify.register(adminRoutes, { credentials, store, changes, cursorSecret, webhookDestinations: gateway.webhookDestinations, prefix: '/admin/v1' })
+  const limits = { newUsers: config.newUsers, maxLiveTokenRevocations: config.maxLiveTokenRevocations }
+  await fastify.register(adminRoutes, { credentials, store, changes, cursorSecret, webhookDestinations: gateway.webhookDestinations, limits, prefix: '/admin/v1' })
 }
 
 /**

@@ -45,6 +45,14 @@ export const errors = {
       'REVOCATION_LIMIT',
       `The company has reached its limit of ${limit} live single-token revocations: invalidate the user (POST /rest/v1/auth/invalidate-token) or revoke the company's tokens instead`,
     ),
+  // SPEC §7.3: a company's new users (a token for a userId it never used), bounded in rate
+  // and in total; a token for an existing user is never refused by either.
+  newUserRateLimited: (retryAfterSeconds: number) =>
+    new ApiError(429, 'NEW_USER_RATE_LIMITED', 'Too many new users for this company; retry later (tokens for existing users are not limited)', {
+      'retry-after': String(retryAfterSeconds),
+    }),
+  // 409, not 429: waiting does not help (users are never deleted).
+  userLimit: (limit: number) => new ApiError(409, 'USER_LIMIT', `The company has reached its limit of ${limit} users`),
   customerUserNotFound: define(400, 'CUSTOMER_USER_NOT_FOUND', 'Customer user not found or does not belong to your company'),
   invalidAdminToken: define(401, 'INVALID_ADMIN_TOKEN', 'Invalid admin token', ADMIN_CHALLENGE),
   notFound: (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`),

@@ -56,6 +56,12 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     // Issue 19: a company's live single-token revocations; there is no "no limit".
     [{ MAX_LIVE_TOKEN_REVOCATIONS: '0' }, 'MAX_LIVE_TOKEN_REVOCATIONS'],
     [{ MAX_LIVE_TOKEN_REVOCATIONS: '100000001' }, 'MAX_LIVE_TOKEN_REVOCATIONS'],
+    // Issue 40: a company's new users; there is no "no limit" either.
+    [{ NEW_USERS_BURST: '0' }, 'NEW_USERS_BURST'],
+    [{ NEW_USERS_PER_MINUTE: '0' }, 'NEW_USERS_PER_MINUTE'],
+    [{ NEW_USERS_PER_MINUTE: '1.5' }, 'NEW_USERS_PER_MINUTE'],
+    [{ MAX_USERS_PER_COMPANY: '0' }, 'MAX_USERS_PER_COMPANY'],
+    [{ MAX_USERS_PER_COMPANY: '1000000001' }, 'MAX_USERS_PER_COMPANY'],
     [{ TRUST_PROXY: 'proxy.example.com' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '127.0.0.1, true' }, 'TRUST_PROXY'],
@@ -186,6 +192,8 @@ t.test('limits: defaults and accepted values', async (t) => {
   t.same(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: '10.0.0.0/8, fd00::/8,127.0.0.1/32' }).webhookPrivateNetworks, ['10.0.0.0/8', 'fd00::/8', '127.0.0.1/32'])
   t.equal(loadConfig({}).webhookSlotsPerCompany, 4)
   t.equal(loadConfig({ WEBHOOK_SLOTS_PER_COMPANY: '32' }).webhookSlotsPerCompany, 32)
+  t.same(loadConfig({}).newUsers, { burst: 1000, perMinute: 600, maxUsers: 10_000_000 })
+  t.same(loadConfig({ NEW_USERS_BURST: '1', NEW_USERS_PER_MINUTE: '100000000', MAX_USERS_PER_COMPANY: '1000000000' }).newUsers, { burst: 1, perMinute: 100_000_000, maxUsers: 1_000_000_000 })
 })
 
 t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {

@@ -70,6 +70,43 @@ t.test('008 counts the revocations each company already holds, and the count fol
   t.same(await counts(), { a: 0, b: 0, c: 0 }, 'TRUNCATE empties every count')
 })
 
+t.test("012 counts the users each company already holds, and the count follows every insert and delete", async (t) => {
+  const db = createPostgresDb(await freshPostgresDatabase(t))
+  t.teardown(() => db.close())
+  // The store as nodes of the previous version left it: migrated up to 011, with users.
+  const before012 = mkdtempSync(join(tmpdir(), 'migrations-'))
+  t.teardown(() => rmSync(before012, { recursive: true, force: true }))
+  for (const file of files.filter((name) => Number.parseInt(name, 10) < 12)) copyFileSync(join(MIGRATIONS_DIR, file), join(before012, file))
+  await migrate(db, before012)
+  const [a, b, c] = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-00000000000c']
+  await db.query(`INSERT INTO company (id, name) VALUES ($1, 'a'), ($2, 'b'), ($3, 'c')`, [a, b, c])
+  const agents = Object.fromEntries(
+    await Promise.all(
+      [a, b, c].map(async (company) => [company, (await db.query<{ id: string }>(`INSERT INTO agent (id, company_id, name) VALUES (gen_random_uuid(), $1, 'bot') RETURNING id`, [company]))[0]!.id]),
+    ),
+  )
+  // What a node of the previous version writes: its token path's insert.
+  const createAsBefore = (externalId: string, company: string) =>
+    db.query(`INSERT INTO customer_user (id, company_id, external_id, agent_id) VALUES (gen_random_uuid(), $1, $2, $3) ON CONFLICT DO NOTHING`, [company, externalId, agents[company]])
+  for (const externalId of ['a1', 'a2', 'a3']) await createAsBefore(externalId, a)
+  await createAsBefore('b1', b)
+  t.same(await migrate(db), { applied: files.filter((name) => Number.parseInt(name, 10) >= 12) })
+
+  const counts = async () => Object.fromEntries((await db.query<{ id: string; n: number }>('SELECT id, user_count AS n FROM company ORDER BY id')).map((row) => [row.id.slice(-1), row.n]))
+  t.same(await counts(), { a: 3, b: 1, c: 0 }, 'initialised from the rows')
+  await createAsBefore('c1', c)
+  await createAsBefore('a1', a)
+  t.same(await counts(), { a: 3, b: 1, c: 1 }, "an insert without the company's lock is counted; one that inserted nothing is not")
+  const created = await db.query<{ outcome: string }>(`SELECT outcome FROM create_customer_user(gen_random_uuid(), $1, 'c2', $2, 10, 10, 2)`, [c, agents[c]])
+  t.same(created, [{ outcome: 'created' }])
+  t.same(await db.query(`SELECT outcome FROM create_customer_user(gen_random_uuid(), $1, 'c3', $2, 10, 10, 2)`, [c, agents[c]]), [{ outcome: 'user-limit' }], 'the count is what the limit reads')
+  t.same(await db.query(`SELECT outcome FROM create_customer_user(gen_random_uuid(), $1, 'a1', $2, 10, 10, 2)`, [a, agents[a]]), [{ outcome: 'exists' }], 'an existing user past the limit: found, not refused')
+  await db.query(`DELETE FROM customer_user WHERE external_id IN ('a1', 'b1', 'c1')`)
+  t.same(await counts(), { a: 2, b: 0, c: 1 }, 'one statement deleting rows of several companies')
+  await db.query('TRUNCATE customer_user')
+  t.same(await counts(), { a: 0, b: 0, c: 0 }, 'TRUNCATE empties every count')
+})
+
 // One migrated PGlite store for the two PGlite tests (loading one costs a second of CPU):
 // the first writes a row into it, the second drops what the migrations made and applies them.
 const lite = migratedPglite()

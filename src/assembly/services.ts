@@ -8,10 +8,11 @@ import type { Store } from '../store/store.js'
 import { createBatcher } from '../store/batcher.js'
 import { createTokenVerifier, type VerifyToken } from '../auth/verify.js'
 import { createApiKeyAuthentication, type AuthenticateApiKey } from '../auth/credentials.js'
-import { createTokenIssuer, type TokenIssuer } from '../auth/issue-token.js'
+import { createTokenIssuer, type NewUserOutcome, type TokenIssuer } from '../auth/issue-token.js'
 import { createTokenRevoker, type TokenRevoker } from '../auth/revoke-token.js'
 import { createChanges, type Changes } from '../changes.js'
 import { revocationGraceSeconds } from '../clock/grace.js'
+import { throttledLog } from '../throttled-log.js'
 import type { OnClose } from './lifecycle.js'
 
 const LAST_USED_FLUSH_MS = 5000
@@ -59,6 +60,35 @@ export function openServices(onClose: OnClose, config: Config, parts: { store: S
     noteUsed: (keyId) => usedKeys.add(keyId),
   })
   const revoker = createTokenRevoker({ keyring, changes, graceSeconds: revocationGraceSeconds(config), maxLiveRevocations: config.maxLiveTokenRevocations })
-  const tokens = createTokenIssuer({ states, store, changes, keyring, jwt: config.jwt, maxLifetimeSeconds: config.tokenMaxTtlSeconds })
+  const tokens = createTokenIssuer({
+    states,
+    store,
+    changes,
+    keyring,
+    jwt: config.jwt,
+    maxLifetimeSeconds: config.tokenMaxTtlSeconds,
+    newUsers: config.newUsers,
+    onNewUser: newUserReport(metrics, logger),
+  })
   return { verifyToken, authenticateApiKey, tokens, changes, revoker }
+}
+
+const NEW_USER_SERIES: Record<NewUserOutcome, string> = { created: 'created', 'rate-limit': 'rate_limited', 'user-limit': 'user_limit' }
+
+/**
+ * SPEC §7.3, what an operator sees of a company near its limits: every new user and refusal
+ * counted (no company label: its values would be unbounded), and a refusal logged at warn
+ * with the company's id, once per 5 s per company. The admin's usage read says how near.
+ */
+function newUserReport(metrics: Metrics, logger: Logger): (outcome: NewUserOutcome, companyId: string) => void {
+  const count = metrics.counter('chat_auth_new_users_total', 'Tokens for a userId the company never used, by outcome: created, rate_limited (429), user_limit (409)', ['outcome'])
+  const warn = throttledLog(logger, Date.now)
+  return (outcome, companyId) => {
+    count({ outcome: NEW_USER_SERIES[outcome] })
+    if (outcome === 'rate-limit') {
+      warn('a company was refused new users: past NEW_USERS_BURST and NEW_USERS_PER_MINUTE (again within 5 s: not logged, counted in chat_auth_new_users_total)', { companyId, code: 'NEW_USER_RATE_LIMITED' }, `rate ${companyId}`)
+    } else if (outcome === 'user-limit') {
+      warn('a company was refused new users: at MAX_USERS_PER_COMPANY (again within 5 s: not logged, counted in chat_auth_new_users_total)', { companyId, code: 'USER_LIMIT' }, `total ${companyId}`)
+    }
+  }
 }

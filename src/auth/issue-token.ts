@@ -5,7 +5,7 @@ import { AGENT_GENERATION_CLAIM, canonicalUuid, COMPANY_GENERATION_CLAIM, type A
 import { andThen, type MaybePromise, type States } from '../cache/states.js'
 import type { Changes } from '../changes.js'
 import type { Keyring } from '../jwt/keyring.js'
-import type { Store } from '../store/store.js'
+import type { NewUserLimits, Store } from '../store/store.js'
 
 const DEFAULT_LIFETIME_SECONDS = 24 * 3600
 
@@ -25,12 +25,18 @@ export function tokenLifetime(expiresIn: string | undefined, maxSeconds: number)
 
 export interface TokenIssuerOptions {
   states: Pick<States, 'user' | 'agent' | 'company' | 'knownUserId' | 'rememberUserId'>
-  store: Pick<Store, 'createUserIfAbsent' | 'getUserByExternalId'>
+  store: Pick<Store, 'createUser' | 'getUserByExternalId'>
   changes: Pick<Changes, 'setUserAgent'>
   keyring: Pick<Keyring, 'sign'>
   jwt: Pick<Config['jwt'], 'issuer' | 'audience'>
   maxLifetimeSeconds: number
+  /** SPEC §7.3: the new users one company may create and hold */
+  newUsers: NewUserLimits
+  /** told of each user created and each one refused by a limit (metrics, the operator's log) */
+  onNewUser?: (outcome: NewUserOutcome, companyId: string) => void
 }
+
+export type NewUserOutcome = 'created' | 'rate-limit' | 'user-limit'
 
 /**
  * The steps of SPEC §3.1 after the API key is authenticated, over the node's caches and
@@ -45,7 +51,9 @@ export interface TokenIssuer {
   /**
    * SPEC §3.1 step 4: one customer user per (company, userId), however many first requests
    * race (the unique constraint decides); an explicit agent ties the user to it; an
-   * inactive user gets no token and no change.
+   * inactive user gets no token and no change. A new user only within the company's limits
+   * (SPEC §7.3: 429 `NEW_USER_RATE_LIMITED`, 409 `USER_LIMIT`); an existing one never pays
+   * for them (found in the cache, or by one read, before any creation is tried).
    */
   findOrCreateUser(companyId: string, externalId: string, agent: AgentState | undefined): MaybePromise<UserState>
   /**
@@ -55,7 +63,7 @@ export interface TokenIssuer {
   sign(user: UserState, agent: AgentState, lifetimeSeconds: number): MaybePromise<{ token: string; exp: number }>
 }
 
-export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds }: TokenIssuerOptions): TokenIssuer {
+export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLifetimeSeconds, newUsers, onNewUser = () => {} }: TokenIssuerOptions): TokenIssuer {
   function existingUser(companyId: string, externalId: string): MaybePromise<UserState | undefined> {
     const knownId = states.knownUserId(companyId, externalId)
     if (knownId !== undefined) {
@@ -71,15 +79,26 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
   }
 
   async function createUser(companyId: string, externalId: string, agent: AgentState | undefined): Promise<UserState> {
-    const created = await store.createUserIfAbsent(companyId, externalId, agent?.id ?? null)
-    if (created !== undefined) {
-      states.rememberUserId(companyId, externalId, created.id)
-      return created
+    const creation = await store.createUser(companyId, externalId, agent?.id ?? null, newUsers)
+    switch (creation?.outcome) {
+      case 'created':
+        onNewUser('created', companyId)
+        states.rememberUserId(companyId, externalId, creation.user.id)
+        return creation.user
+      // created meanwhile by another request or node
+      case 'exists':
+        states.rememberUserId(companyId, externalId, creation.user.id)
+        return usable(creation.user, agent)
+      case 'rate-limit':
+        onNewUser('rate-limit', companyId)
+        throw errors.newUserRateLimited(creation.retryAfterSeconds)
+      case 'user-limit':
+        onNewUser('user-limit', companyId)
+        throw errors.userLimit(newUsers.maxUsers)
+      // no agent to give it (the key's company itself cannot be gone: it has no delete)
+      default:
+        throw errors.defaultAgentRequired()
     }
-    const user = await store.getUserByExternalId(companyId, externalId)
-    if (user === undefined) throw errors.defaultAgentRequired()
-    states.rememberUserId(companyId, externalId, user.id)
-    return usable(user, agent)
   }
 
   /** An inactive user gets no token; an explicit agent ties the user to it. */

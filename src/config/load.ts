@@ -32,6 +32,7 @@ export function parseConfig(env: Env): Config {
     warmUpUsers: values.WARM_UP_USERS,
     eventRetentionDays: values.EVENT_RETENTION_DAYS,
     maxLiveTokenRevocations: values.MAX_LIVE_TOKEN_REVOCATIONS,
+    newUsers: { burst: values.NEW_USERS_BURST, perMinute: values.NEW_USERS_PER_MINUTE, maxUsers: values.MAX_USERS_PER_COMPANY },
     webhookRetryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
     webhookPrivateNetworks: values.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     webhookSlotsPerCompany: values.WEBHOOK_SLOTS_PER_COMPANY,

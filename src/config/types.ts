@@ -32,6 +32,8 @@ export interface Config {
   revocationFilterBytes: number
   /** live single-token revocations one company may hold; past it revoke-token answers 409 (MAX_LIVE_TOKEN_REVOCATIONS) */
   maxLiveTokenRevocations: number
+  /** SPEC §7.3: the new users one company may create (NEW_USERS_BURST, NEW_USERS_PER_MINUTE) and hold (MAX_USERS_PER_COMPANY) */
+  newUsers: NewUsersConfig
   /** audit events older than this many days are pruned (EVENT_RETENTION_DAYS) */
   eventRetentionDays: number
   /** the wait after a failed webhook attempt, doubled after each (WEBHOOK_RETRY_BASE_MS) */
@@ -50,6 +52,13 @@ export interface Config {
   redisPrefix: string
   /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
   limits: LimitsConfig
+}
+
+/** A company's new users: a bucket of `burst` refilled at `perMinute`, and at most `maxUsers` users in all. */
+export interface NewUsersConfig {
+  burst: number
+  perMinute: number
+  maxUsers: number
 }
 
 /** One Redis server named by URL (`redis://`, `rediss://` for TLS; user and password in it). */

@@ -59,6 +59,10 @@ export const VARIABLES = {
   // A node sends to 32 endpoints at once; one that hangs holds its slot for 5 s per attempt.
   WEBHOOK_SLOTS_PER_COMPANY: integer(1, 32, { default: '4', help: "of a node's 32 webhook sending slots, how many one company's endpoints may hold at once" }),
   MAX_LIVE_TOKEN_REVOCATIONS: integer(1, 100_000_000, { default: '100000', help: 'live single-token revocations (revoke-token) one company may hold; past it: 409' }),
+  // SPEC §7.3: each new user is a row in the shared store and an entry in every node's shared cache.
+  NEW_USERS_BURST: integer(1, 100_000_000, { default: '1000', help: 'new users (a token for a userId the company never used) one company may create at once; past it and NEW_USERS_PER_MINUTE: 429' }),
+  NEW_USERS_PER_MINUTE: integer(1, 100_000_000, { default: '600', help: 'new users per minute one company may create once its burst is spent (the rate the burst refills at)' }),
+  MAX_USERS_PER_COMPANY: integer(1, 1_000_000_000, { default: '10000000', help: 'customer users one company may hold; past it a new user is 409 (existing users still get tokens)' }),
   SEED_DEMO: boolean({ default: 'true', help: 'create a demo company, agent and key on an empty embedded store' }),
   REDIS_PREFIX: redisName(64, { default: 'chat-auth', help: 'prefix of the Redis channel and keys of this deployment' }),
   REQUEST_TIMEOUT: integer(1, 3600, { default: '10', help: 'seconds a client may take to send one whole request' }),

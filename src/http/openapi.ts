@@ -20,7 +20,7 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   'POST /rest/v1/auth/token': {
     summary: 'Issue a token for an end user',
     description:
-      "Authenticated by an API key of the company. Finds the end user by `userId` (your id of the user) or creates it; `agentId` defaults to the user's current agent, then to the company's default agent.",
+      "Authenticated by an API key of the company. Finds the end user by `userId` (your id of the user) or creates it; `agentId` defaults to the user's current agent, then to the company's default agent. A new user only within the company's limits: past NEW_USERS_BURST and NEW_USERS_PER_MINUTE, 429 `NEW_USER_RATE_LIMITED` with `Retry-After`; at MAX_USERS_PER_COMPANY, 409 `USER_LIMIT`. Tokens for existing users are never limited by these.",
   },
   'POST /rest/v1/auth/invalidate-token': {
     summary: 'Revoke every token of one end user',
@@ -59,6 +59,11 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   'GET /.well-known/jwks.json': { summary: 'Public keys of the asymmetric signing keys (JWKS)' },
   'POST /admin/v1/companies': { summary: 'Create a company' },
   'GET /admin/v1/companies/:companyId': { summary: 'Get a company' },
+  'GET /admin/v1/companies/:companyId/usage': {
+    summary: "A company's users and new users against its limits",
+    description:
+      'How near the company is to the limits on what one company may hold (SPEC §7.3): `users` against `maxUsers` (MAX_USERS_PER_COMPANY; past it a new user is 409 `USER_LIMIT`), `newUsersAvailable`, the new users it may create at once now (refilled at `newUsersPerMinute` up to `newUsersBurst`; at 0 a new user is 429 `NEW_USER_RATE_LIMITED`), and `liveTokenRevocations` against `maxLiveTokenRevocations`. Tokens for existing users are never limited.',
+  },
   'PATCH /admin/v1/companies/:companyId': { summary: "Rename a company or change its default agent" },
   'POST /admin/v1/companies/:companyId/agents': { summary: "Create an agent (the company's first becomes its default)" },
   'PATCH /admin/v1/agents/:agentId': { summary: 'Rename, activate or deactivate an agent' },

@@ -50,7 +50,7 @@ export interface TokenRouteOptions {
 export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (fastify, { credentials, tokens }) => {
   fastify.post(
     '/rest/v1/auth/token',
-    { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 429, 503) } } },
+    { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 409, 429, 503) } } },
     // The steps in order, each going on at once when the caches answered it (a token for a
     // cached user is answered without a promise), after its promise otherwise.
     (request, reply) => {

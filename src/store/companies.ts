@@ -3,6 +3,7 @@ import { ADMIN, type Actor, type AgentState, type CompanyState } from '../domain
 import type { Db } from './db.js'
 import { actorJson } from './events.js'
 import { all, count, one, type BigintColumn } from './query.js'
+import type { NewUserLimits } from './users.js'
 
 /** Companies and their agents (SPEC §2), with the generations that revoke their tokens (§7.1). */
 export interface CompanyRecord {
@@ -15,6 +16,17 @@ export interface CompanyRecord {
 /** A company's revoke-tokens, as committed (SPEC §7.1). */
 export interface CompanyTokensRevoked extends CompanyState {
   tokensRevokedAt: Date
+}
+
+/** What a company holds of the shares SPEC §7.3 bounds (the admin's usage read). */
+export interface CompanyUsage {
+  companyId: string
+  /** its customer users (MAX_USERS_PER_COMPANY bounds them) */
+  users: number
+  /** the new users it may create at once now, by the database's clock (at most NEW_USERS_BURST) */
+  newUsersAvailable: number
+  /** its live single-token revocations (MAX_LIVE_TOKEN_REVOCATIONS bounds them) */
+  liveTokenRevocations: number
 }
 
 export interface AgentRecord extends AgentState {
@@ -89,6 +101,26 @@ export function companyStore(db: Db) {
       if (!row.agent_ok) return 'foreign-agent'
       return toCompany(row)
     },
+
+    /**
+     * The company's counts against its limits: the ones the triggers of migrations 008 and
+     * 012 keep, and its new-user allowance refilled to now by new_user_allowance(), the
+     * formula create_customer_user() checks. No count of rows, whatever the company holds.
+     */
+    companyUsage: (id: string, newUsers: Pick<NewUserLimits, 'burst' | 'perMinute'>): Promise<CompanyUsage | undefined> =>
+      one(
+        db,
+        `SELECT id, user_count, live_token_revocations,
+                floor(new_user_allowance(new_user_allowance, new_user_allowance_at, clock_timestamp(), $2, $3))::integer AS available
+         FROM company WHERE id = $1`,
+        [id, newUsers.burst, newUsers.perMinute],
+        (row: { id: string; user_count: number; live_token_revocations: number; available: number }) => ({
+          companyId: row.id,
+          users: row.user_count,
+          newUsersAvailable: row.available,
+          liveTokenRevocations: row.live_token_revocations,
+        }),
+      ),
 
     getCompanyState: (id: string): Promise<CompanyState | undefined> => one(db, `SELECT ${COMPANY_STATE_COLUMNS} FROM company WHERE id = $1`, [id], toCompanyState),
 

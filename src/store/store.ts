@@ -10,10 +10,10 @@ import { webhookStore } from './webhooks.js'
 
 export type { ApiKeyRecord } from './api-keys.js'
 export type { ChangesRead } from './change-log.js'
-export type { AgentRecord, CompanyRecord, CompanyTokensRevoked } from './companies.js'
+export type { AgentRecord, CompanyRecord, CompanyTokensRevoked, CompanyUsage } from './companies.js'
 export type { CommittedEvent, EventRecord, EventsRead } from './events.js'
 export type { TokenRevocation } from './token-revocations.js'
-export type { UserRecord } from './users.js'
+export type { NewUserLimits, UserCreation, UserRecord } from './users.js'
 export type { AttemptOutcome, DeliveryRecord, DueDelivery, LeasedEndpoint, WebhookRecord } from './webhooks.js'
 
 /**

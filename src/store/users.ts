@@ -25,6 +25,23 @@ interface UserRow {
   updated_at: Date
 }
 
+/** What bounds a company's new users (SPEC §7.3): NEW_USERS_BURST, NEW_USERS_PER_MINUTE, MAX_USERS_PER_COMPANY. */
+export interface NewUserLimits {
+  burst: number
+  perMinute: number
+  maxUsers: number
+}
+
+/**
+ * A token's user, found or created under the company's lock, or why it was not created:
+ * no agent to give it, the company at its total, or its new-user allowance spent (then the
+ * seconds until it is not).
+ */
+export type UserCreation =
+  | { outcome: 'created' | 'exists'; user: UserRecord }
+  | { outcome: 'no-agent' | 'user-limit' }
+  | { outcome: 'rate-limit'; retryAfterSeconds: number }
+
 const toUser = (row: UserRow): UserRecord => ({
   id: row.id,
   companyId: row.company_id,
@@ -55,8 +72,9 @@ export function userStore(db: Db) {
 
     /**
      * Creates the user with `agentId`, or with the company's default agent when it is
-     * null. undefined: the user already exists (another request may have just created
-     * it: the unique constraint decides), or there is no agent to give it.
+     * null, outside the per-company limits (fixtures and tools; tokens use `createUser`);
+     * counted in the company's total all the same (migration 012's triggers). undefined: the
+     * user already exists (the unique constraint decides), or there is no agent to give it.
      */
     createUserIfAbsent: (companyId: string, externalId: string, agentId: string | null): Promise<UserRecord | undefined> =>
       one(
@@ -68,6 +86,32 @@ export function userStore(db: Db) {
          RETURNING ${USER_COLUMNS}`,
         [randomUUID(), companyId, externalId, agentId],
         toUser,
+      ),
+
+    /**
+     * The token path's creation (SPEC §3.1 step 4, §7.3): the user with `agentId`, or with the
+     * company's default agent when it is null, unless the company holds `limits.maxUsers`
+     * users or has spent its allowance of new users; a user that exists is returned as it is,
+     * never refused. create_customer_user() (migrations/012_new_user_limits.sql) decides under
+     * the company row's lock, in this one statement; a refusal writes nothing. undefined: no
+     * such company.
+     */
+    createUser: (companyId: string, externalId: string, agentId: string | null, limits: NewUserLimits): Promise<UserCreation | undefined> =>
+      one(
+        db,
+        `SELECT outcome, retry_after, ${USER_COLUMNS} FROM create_customer_user($1, $2, $3, $4, $5, $6, $7)`,
+        [randomUUID(), companyId, externalId, agentId, limits.burst, limits.perMinute, limits.maxUsers],
+        (row: UserRow & { outcome: UserCreation['outcome']; retry_after: number | null }): UserCreation => {
+          switch (row.outcome) {
+            case 'created':
+            case 'exists':
+              return { outcome: row.outcome, user: toUser(row) }
+            case 'rate-limit':
+              return { outcome: row.outcome, retryAfterSeconds: row.retry_after! }
+            default:
+              return { outcome: row.outcome }
+          }
+        },
       ),
 
     /** Ties an active user to another agent; undefined when the user is inactive or gone. Not audited. */

@@ -113,7 +113,7 @@ t.test('every documented operation is a route of the app', async (t) => {
 
 /** The SPEC's endpoints (§3, §4 and §7), each with what its entry must hold. */
 const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: number; errors: number[]; admin?: boolean }> = [
-  { method: 'POST', url: '/rest/v1/auth/token', body: ['keyId', 'keySecret', 'userId', 'agentId', 'expiresIn'], ok: 200, errors: [400, 401, 403, 429] },
+  { method: 'POST', url: '/rest/v1/auth/token', body: ['keyId', 'keySecret', 'userId', 'agentId', 'expiresIn'], ok: 200, errors: [400, 401, 403, 409, 429] },
   { method: 'POST', url: '/rest/v1/auth/invalidate-token', body: ['keyId', 'keySecret', 'customerUserId'], ok: 200, errors: [400, 401, 429] },
   { method: 'GET', url: '/rest/v1/auth/verify', ok: 200, errors: [401, 503] },
   { method: 'GET', url: '/healthz', ok: 200, errors: [] },
@@ -134,6 +134,7 @@ const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: 
   { method: 'POST', url: '/admin/v1/companies/:companyId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
   { method: 'POST', url: '/admin/v1/agents/:agentId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/companies/:companyId/events', ok: 200, errors: [400, 401, 404], admin: true },
+  { method: 'GET', url: '/admin/v1/companies/:companyId/usage', ok: 200, errors: [401, 404], admin: true },
 ]
 
 t.test('each SPEC endpoint: request body, answer, error bodies, and the admin bearer scheme', async (t) => {

@@ -4,11 +4,11 @@ import type { AdminServices } from './index.js'
 import { errors } from '../../errors.js'
 import { isUuid } from '../../domain.js'
 import { errorResponses, Text } from '../../http/schemas.js'
-import { Company, companyBody } from './schemas.js'
+import { Company, companyBody, CompanyUsage } from './schemas.js'
 
 const CompanyParams = Type.Object({ companyId: Type.String() })
 
-export const companyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store }) => {
+export const companyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, limits }) => {
   fastify.post(
     '/companies',
     { schema: { body: Type.Object({ name: Text(200) }), response: { 201: Company, ...errorResponses(400, 401) } } },
@@ -19,6 +19,22 @@ export const companyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fa
     const company = isUuid(request.params.companyId) ? await store.getCompany(request.params.companyId) : undefined
     if (company === undefined) throw errors.notFound('Company')
     return companyBody(company)
+  })
+
+  // SPEC §7.3: how near a company is to the limits on what it may hold of the shared store and caches.
+  fastify.get('/companies/:companyId/usage', { schema: { params: CompanyParams, response: { 200: CompanyUsage, ...errorResponses(401, 404) } } }, async (request) => {
+    const usage = isUuid(request.params.companyId) ? await store.companyUsage(request.params.companyId, limits.newUsers) : undefined
+    if (usage === undefined) throw errors.notFound('Company')
+    return {
+      companyId: usage.companyId,
+      users: usage.users,
+      maxUsers: limits.newUsers.maxUsers,
+      newUsersAvailable: usage.newUsersAvailable,
+      newUsersBurst: limits.newUsers.burst,
+      newUsersPerMinute: limits.newUsers.perMinute,
+      liveTokenRevocations: usage.liveTokenRevocations,
+      maxLiveTokenRevocations: limits.maxLiveTokenRevocations,
+    }
   })
 
   fastify.patch(

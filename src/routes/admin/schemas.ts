@@ -7,6 +7,17 @@ export const Company = Type.Object({
   defaultAgentId: Type.Union([Type.String(), Type.Null()]),
   createdAt: Type.String(),
 })
+/** SPEC §7.3: a company's counts against its limits (the configured values beside them). */
+export const CompanyUsage = Type.Object({
+  companyId: Type.String(),
+  users: Type.Integer(),
+  maxUsers: Type.Integer(),
+  newUsersAvailable: Type.Integer(),
+  newUsersBurst: Type.Integer(),
+  newUsersPerMinute: Type.Integer(),
+  liveTokenRevocations: Type.Integer(),
+  maxLiveTokenRevocations: Type.Integer(),
+})
 export const Agent = Type.Object({
   id: Type.String(),
   companyId: Type.String(),
