@@ -90,6 +90,14 @@ t.test("a browser's fetch hands back an opaque redirect (status 0, no headers): 
   t.equal(calls[0]!.redirect, 'manual', 'fetch is told not to follow')
 })
 
+t.test('a fetch given as an option that follows a redirect anyway: its answer is not taken', async (t) => {
+  const elsewhere = await server(t, answerJson(200, { message: 'ok', customerUserId: 'u1', newTokenVersion: 1 }))
+  const hop = await server(t, redirectTo(302, `${elsewhere.origin}/rest/v1/auth/invalidate-token`))
+  const following = ((url: URL, init: RequestInit) => fetch(url, { ...init, redirect: 'follow' })) as typeof fetch
+  const error = await failure(client(hop.url, { fetch: following }).invalidate('u1'))
+  t.match(error, { statusCode: 200, code: CLIENT_CODES.REDIRECT_REFUSED, message: `${elsewhere.origin}/rest/v1/auth/invalidate-token` }, 'the write that became a GET elsewhere is not a success')
+})
+
 // ── Bounded answers ─────────────────────────────────────────────────────────
 
 /** How much of an answer of `total` bytes a client may read (the bound, 4 MiB) plus what sits in socket buffers: far below `total`. */
