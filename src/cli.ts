@@ -5,6 +5,7 @@ import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, tracingReq
 import { adminCall, adminUsage, howToCheckWrite, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, CLIENT_CODES, type AdminClient } from './client/index.js'
 import { oauthCall, oauthKey, oauthUsage } from './oauth-calls.js'
+import { printable } from './terminal-text.js'
 
 const USAGE = `chat-auth — chat token gateway
 
@@ -58,13 +59,13 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine(argv)
   const [command, action, id] = positionals
   if (values.version) {
-    process.stdout.write(version() + '\n')
+    print(process.stdout, version() + '\n')
     return 0
   }
   if (values.help || command === undefined || command === 'help') {
-    if (command === 'oauth') process.stdout.write(`Usage:\n${oauthUsage()}`)
-    else if (command !== undefined && isAdminGroup(command)) process.stdout.write(`Usage:\n${adminUsage(command)}`)
-    else process.stdout.write(USAGE)
+    if (command === 'oauth') print(process.stdout, `Usage:\n${oauthUsage()}`)
+    else if (command !== undefined && isAdminGroup(command)) print(process.stdout, `Usage:\n${adminUsage(command)}`)
+    else print(process.stdout, USAGE)
     return command === undefined && !values.help ? 1 : 0
   }
 
@@ -86,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
     const db = config.databaseUrl ? createPostgresDb(config.databaseUrl, { preparedStatements: config.databasePreparedStatements }) : await createPgliteDb(config.dataDir)
     try {
       const { applied } = await migrate(db)
-      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n')
+      print(process.stdout, applied.length ? `applied: ${applied.join(', ')}\n` : 'schema is up to date\n')
     } finally {
       await db.close()
     }
@@ -101,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
   const base = values.url ?? settings.url
   const client = new ChatAuthClient({ baseUrl: base, adminToken })
   try {
-    process.stdout.write(JSON.stringify(await runAdminCall(client.admin, call), null, 2) + '\n')
+    print(process.stdout, JSON.stringify(await runAdminCall(client.admin, call), null, 2) + '\n')
     return 0
   } catch (error) {
     if (!(error instanceof ChatAuthError)) throw error
@@ -110,7 +111,7 @@ async function main(argv: string[]): Promise<number> {
     if (error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT) throw new Unreachable(base, error, note)
     if (error.statusCode === 0) throw error
     // The gateway's error body, as it sent it, then what it may mean for a write.
-    process.stderr.write(JSON.stringify(error, null, 2) + '\n' + (note && `chat-auth: ${note}\n`))
+    reportError(error, note)
     return 1
   }
 }
@@ -120,7 +121,7 @@ async function runOAuthCall(action: string, tokenArgument: string | undefined, k
   const { call, token } = await oauthCall(action, tokenArgument, readStdin)
   const client = new ChatAuthClient({ baseUrl: base, apiKey: oauthKey(keyId, keySecret) })
   try {
-    if (call === 'introspect') process.stdout.write(JSON.stringify(await client.oauth.introspect(token), null, 2) + '\n')
+    if (call === 'introspect') print(process.stdout, JSON.stringify(await client.oauth.introspect(token), null, 2) + '\n')
     else await client.oauth.revoke(token)
     return 0
   } catch (error) {
@@ -128,9 +129,21 @@ async function runOAuthCall(action: string, tokenArgument: string | undefined, k
     // Revoking again is harmless: no doubt to explain, as there is for the admin writes.
     if (error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT) throw new Unreachable(base, error, '')
     if (error.statusCode === 0) throw error
-    process.stderr.write(JSON.stringify(error, null, 2) + '\n')
+    reportError(error, '')
     return 1
   }
+}
+
+/** Whatever the CLI prints may hold the server's words: never a raw control character (terminal-text.ts). */
+function print(stream: NodeJS.WriteStream, text: string): void {
+  stream.write(printable(text))
+}
+
+/** The error body (the gateway's, or the client's own code), then what the user can do about it. */
+function reportError(error: ChatAuthError, note: string): void {
+  const redirected = error.code === CLIENT_CODES.REDIRECT_REFUSED ? 'a redirect is never followed: point --url or CHAT_AUTH_URL at the node itself, not at what redirects to it' : ''
+  const lines = [note, redirected].filter(Boolean).map((line) => `chat-auth: ${line}\n`)
+  print(process.stderr, JSON.stringify(error, null, 2) + '\n' + lines.join(''))
 }
 
 async function readStdin(): Promise<string> {
@@ -141,10 +154,12 @@ async function readStdin(): Promise<string> {
 
 /**
  * Whether a call may have been applied although it failed: no answer came after it was sent,
- * or the node (or a proxy) answered 502, 503 or 504. A refused connection sent nothing.
+ * the node (or a proxy) answered 502, 503 or 504, or a success came too large to be read. A
+ * refused connection sent nothing.
  */
 function outcomeUnknown(error: ChatAuthError): boolean {
   if (error.code === CLIENT_CODES.TIMEOUT) return true
+  if (error.code === CLIENT_CODES.RESPONSE_TOO_LARGE) return error.statusCode >= 200 && error.statusCode <= 299
   if (error.code === CLIENT_CODES.NETWORK_ERROR) return !NOTHING_SENT.has(fetchFailure(error)?.code ?? '')
   return error.statusCode === 502 || error.statusCode === 503 || error.statusCode === 504
 }
@@ -192,11 +207,11 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code
   },
   (error) => {
-    if (error instanceof ConfigError) process.stderr.write(`chat-auth: configuration error: ${error.message}\n`)
+    if (error instanceof ConfigError) print(process.stderr, `chat-auth: configuration error: ${error.message}\n`)
     else if (error instanceof UsageError) {
       const usage = error.group === undefined ? USAGE : `Usage:\n${error.group === 'oauth' ? oauthUsage() : adminUsage(error.group)}`
-      process.stderr.write(`chat-auth: ${error.message}\n\n${usage}`)
-    } else process.stderr.write(`chat-auth: ${error instanceof Error ? error.message : String(error)}\n`)
+      print(process.stderr, `chat-auth: ${error.message}\n\n${usage}`)
+    } else print(process.stderr, `chat-auth: ${error instanceof Error ? error.message : String(error)}\n`)
     process.exitCode = error instanceof UsageError ? 2 : 1
   },
 )

@@ -12,6 +12,7 @@ import { freePort } from './support/ports.js'
 import { CLI, startGatewayProcess } from './support/processes.js'
 import { startRedis } from './support/services.js'
 import { startTcpProxy } from './support/tcp-proxy.js'
+import { answerJson, hostileServer, redirectTo, writeBytes, type HostileServer } from './support/hostile-http.js'
 
 const run = promisify(execFile)
 
@@ -250,4 +251,93 @@ storeIndependentTest('a write that answered 503 may have been applied: the CLI s
   const read = await cli('companies', 'get', company.id)
   t.equal(read.code, 0, 'a read in the same state answers')
   t.equal(JSON.parse(read.stdout).id, company.id)
+})
+
+// ── What a hop in front of the node, or the node's data, may throw at the CLI ──
+
+/** The CLI against `url`, with an admin token and an API key in its environment. */
+const cliAt = (url: string, ...args: string[]) =>
+  run(process.execPath, [CLI, ...args, '--url', url], { env: { PATH: process.env.PATH ?? '', ADMIN_TOKEN, CHAT_AUTH_KEY_ID: 'ak_test', CHAT_AUTH_KEY_SECRET: 'sk_secret_that_must_stay_home' } }).then(
+    (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+    (failed: { code: number; stdout: string; stderr: string }) => ({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }),
+  )
+
+async function hostile(t: { teardown(fn: () => unknown): void }, answer: Parameters<typeof hostileServer>[0]): Promise<HostileServer> {
+  const made = await hostileServer(answer)
+  t.teardown(() => made.close())
+  return made
+}
+
+/** What a terminal would act on instead of showing: C0 (but tab and line feed), DEL, C1, bidi overrides. */
+const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+
+storeIndependentTest('a redirect in front of the node: refused, shown as the error body, the other origin gets nothing', async (t) => {
+  const elsewhere = await hostile(t, answerJson(200, { companyId: 'c1', revokedBefore: '2030-01-01T00:00:00.000Z', id: 'u1', active: false }))
+  let status = 307
+  const lb = await hostile(t, (request, response, seen) => redirectTo(status, `${elsewhere.origin}${seen.url}`)(request, response, seen))
+  for (const [redirect, args] of [
+    [307, ['companies', 'revoke-tokens', 'c1']],
+    [302, ['users', 'update', 'u1', '--active', 'false']],
+    [308, ['oauth', 'revoke', 'eyJ.a.b']],
+    [301, ['oauth', 'introspect', 'eyJ.a.b']],
+  ] as const) {
+    status = redirect
+    lb.seen.length = 0
+    const result = await cliAt(lb.url, ...args)
+    const what = `${redirect} on ${args.slice(0, 2).join(' ')}`
+    t.equal(result.code, 1, `${what}: fails`)
+    t.match(JSON.parse(result.stderr.slice(0, result.stderr.indexOf('\n}') + 2)), { statusCode: redirect, code: 'REDIRECT_REFUSED', message: `${elsewhere.origin}/` }, `${what}: the refusal, naming the Location`)
+    t.match(result.stderr, /--url/, `${what}: says how to point the CLI at the node itself`)
+    t.notMatch(result.stderr, /\n\s+at /, `${what}: no stack trace`)
+    t.equal(lb.seen.length, 1, `${what}: sent once`)
+  }
+  t.same(elsewhere.seen, [], 'the other origin received nothing')
+})
+
+storeIndependentTest('an answer past the client\'s bound: RESPONSE_TOO_LARGE, the rest unread; a write may have been applied', async (t) => {
+  const total = 128 * 1024 * 1024
+  const written: number[] = []
+  const flood = await hostile(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.flushHeaders()
+    void writeBytes(response, total).then((bytes) => written.push(bytes))
+  })
+  const read = await cliAt(flood.url, 'companies', 'get', 'c1')
+  t.equal(read.code, 1, 'a read fails')
+  t.match(JSON.parse(read.stderr), { statusCode: 200, code: 'RESPONSE_TOO_LARGE', message: /4194304 bytes/ }, 'the error body, naming the bound')
+  await waitFor('the server to see the hang-up', () => written.length, { until: (n) => n === 1 })
+  t.ok(written[0]! < total / 4, `the server wrote ${written[0]} of ${total} bytes`)
+  const write = await cliAt(flood.url, 'companies', 'revoke-tokens', 'c1')
+  t.equal(write.code, 1, 'a write fails')
+  t.match(write.stderr, /"code": "RESPONSE_TOO_LARGE"/, 'with the error body')
+  t.match(write.stderr, /may have been applied/, 'a write answered 200 but unread: it may have been applied')
+  t.match(write.stderr, 'chat-auth events list c1', 'and how to check')
+})
+
+storeIndependentTest('what the server says reaches the terminal with its control characters escaped', async (t) => {
+  // ESC and CSI (U+009B) start terminal escape sequences; CR, DEL and a bidi override rewrite
+  // what a line seems to say.
+  const hostileText = 'Acme\u009b2J\u001b]0;owned\u0007\r\u007f\u0085\u202eevil'
+  const company = { id: 'c1', name: hostileText, defaultAgentId: null, createdAt: '2030-01-01T00:00:00.000Z' }
+  const node = await hostile(t, (request, response, seen) => {
+    if (seen.url.endsWith('/c1')) return answerJson(200, company)(request, response, seen)
+    if (seen.url.startsWith('/oauth2/')) return answerJson(400, { error: 'invalid_request', error_description: hostileText })(request, response, seen)
+    if (seen.url.endsWith('/moved')) return redirectTo(307, 'http://127.0.0.1:1/\u009b2J')(request, response, seen)
+    answerJson(404, { statusCode: 404, code: 'NOT_FOUND', message: hostileText })(request, response, seen)
+  })
+  const shown = await cliAt(node.url, 'companies', 'get', 'c1')
+  t.equal(shown.code, 0, 'an answer is shown')
+  t.notMatch(shown.stdout, TERMINAL_CONTROLS, 'an answer: no raw control character')
+  t.match(shown.stdout, '\\u009b2J', 'U+009B shown as \\u009b')
+  t.same(JSON.parse(shown.stdout), company, 'and the JSON still reads as what the server sent')
+  for (const [what, args] of [
+    ['an error body', ['companies', 'get', 'c2']],
+    ['an OAuth error body', ['oauth', 'introspect', 'eyJ.a.b']],
+    ['a Location', ['companies', 'get', 'moved']],
+  ] as const) {
+    const failed = await cliAt(node.url, ...args)
+    t.equal(failed.code, 1, `${what}: fails`)
+    t.notMatch(failed.stderr, TERMINAL_CONTROLS, `${what}: no raw control character`)
+    t.match(failed.stderr, '\\u009b2J', `${what}: U+009B shown as \\u009b`)
+  }
 })

@@ -51,4 +51,12 @@ export const CLIENT_CODES = {
   PROTOCOL_ERROR: 'PROTOCOL_ERROR',
   /** the call's arguments cannot be sent (statusCode 0): nothing was sent, nothing is retried */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /**
+   * a 3xx answer (its status; 0 for a browser's opaque redirect), never followed: the gateway
+   * sends none, and following it would send the call, credentials and all, elsewhere. The
+   * message names its Location. Never retried.
+   */
+  REDIRECT_REFUSED: 'REDIRECT_REFUSED',
+  /** an answer whose body is longer than the client option maxResponseBytes (its status): not read past it, never retried */
+  RESPONSE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
 } as const

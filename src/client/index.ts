@@ -14,6 +14,9 @@
  * issued in between). A write that answered 503 may still have been applied: the gateway
  * could not confirm that every node has seen it; look before you repeat it.
  *
+ * A redirect is never followed (REDIRECT_REFUSED) and an answer never read past
+ * `maxResponseBytes` (RESPONSE_TOO_LARGE): see response.ts. Neither is retried.
+ *
  * `oauth.introspect` and `oauth.revoke` call the OAuth endpoints (RFC 7662, RFC 7009) with
  * the API key as client credentials; both are retried (a read; a revocation is idempotent).
  * Their errors carry RFC 6749's code (`invalid_client`, `unauthorized_client`, …) as `code`.

@@ -14,7 +14,13 @@ export interface TransportOptions {
   retries?: number
   /** the first wait between attempts, doubled each time: a finite number ≥ 0 (default 100 ms; a Retry-After wins, up to 5 s) */
   retryDelayMs?: number
-  /** another fetch (a proxy agent, a test double); default the global fetch */
+  /**
+   * the most bytes of one answer's body the client reads (after decompression): a whole number
+   * ≥ 1 (default 4 MiB, 4,194,304: the gateway's largest answers, 500 events or deliveries,
+   * are well below it); past it the call fails with RESPONSE_TOO_LARGE
+   */
+  maxResponseBytes?: number
+  /** another fetch (a proxy agent, a test double); default the global fetch. It is asked not to follow redirects (`redirect: 'manual'`) */
   fetch?: typeof fetch
 }
 
@@ -30,8 +36,12 @@ export interface TransportSettings {
   timeoutMs: number
   retries: number
   retryDelayMs: number
+  maxResponseBytes: number
   fetch: typeof fetch
 }
+
+/** 4 MiB: far above the gateway's largest answer, far below what would hurt a caller to hold */
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 /** setTimeout's (and so AbortSignal.timeout's) largest delay */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1
@@ -42,12 +52,13 @@ function optionError(option: string, expected: string, value: unknown): TypeErro
 
 export function transportSettings(options: TransportOptions): TransportSettings {
   if (typeof options !== 'object' || options === null) throw new TypeError(`client options: expected an object with baseUrl, got ${describe(options)}`)
-  const { timeoutMs = 10_000, retries = 2, retryDelayMs = 100, fetch = globalThis.fetch } = options
+  const { timeoutMs = 10_000, retries = 2, retryDelayMs = 100, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, fetch = globalThis.fetch } = options
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) throw optionError('timeoutMs', `a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`, timeoutMs)
   if (!Number.isInteger(retries) || retries < 0) throw optionError('retries', 'a whole number ≥ 0', retries)
   if (typeof retryDelayMs !== 'number' || !Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw optionError('retryDelayMs', 'a finite number of milliseconds ≥ 0', retryDelayMs)
+  if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1) throw optionError('maxResponseBytes', `a whole number of bytes from 1 to ${Number.MAX_SAFE_INTEGER}`, maxResponseBytes)
   if (typeof fetch !== 'function') throw optionError('fetch', 'a function like the global fetch', fetch)
-  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, fetch }
+  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, maxResponseBytes, fetch }
 }
 
 function baseUrl(value: unknown): URL {

@@ -1,6 +1,7 @@
 import { ChatAuthError, CLIENT_CODES } from './errors.js'
 import { abortSignal, bearerToken, jsonBody } from './input.js'
 import { transportSettings, type TransportOptions, type TransportSettings } from './options.js'
+import { answerText } from './response.js'
 
 export type { TransportOptions } from './options.js'
 
@@ -92,10 +93,12 @@ export class Transport {
     let response: Response
     let text: string
     try {
-      const { fetch } = this.settings
-      response = await fetch(url, { method: call.method, headers, body: sent, signal })
-      text = await response.text()
+      const { fetch, maxResponseBytes } = this.settings
+      // A redirect is refused, never followed (response.ts says why).
+      response = await fetch(url, { method: call.method, headers, body: sent, signal, redirect: 'manual' })
+      text = await answerText(response, maxResponseBytes, `${call.method} ${url.pathname}`)
     } catch (error) {
+      if (error instanceof ChatAuthError) throw error
       throw noAnswer(error, url, callerSignal)
     }
     const body = parseJson(text)
@@ -118,8 +121,12 @@ export class Transport {
   }
 }
 
+/** Answers that another attempt would only repeat, whatever their status. */
+const NEVER_RETRIED = new Set<string>([CLIENT_CODES.REDIRECT_REFUSED, CLIENT_CODES.RESPONSE_TOO_LARGE])
+
 /** No answer at all, or the gateway (or a proxy before it) could not serve the call for now. */
 function worthRetrying(error: ChatAuthError): boolean {
+  if (NEVER_RETRIED.has(error.code)) return false
   if (error.statusCode === 0) return error.code === CLIENT_CODES.NETWORK_ERROR || error.code === CLIENT_CODES.TIMEOUT
   return RETRY_STATUSES.has(error.statusCode)
 }

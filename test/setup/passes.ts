@@ -19,6 +19,7 @@ const ONCE = [
   'test/bus-lease.test.ts',
   'test/catch-up.test.ts',
   'test/chat-example.test.ts',
+  'test/client-hostile.test.ts',
   'test/clock-skew.test.ts',
   'test/compose.test.ts',
   'test/config.test.ts',
