@@ -3,10 +3,14 @@
  * connection for at most REQUEST_TIMEOUT, and however many do it, the node keeps answering
  * others. A real listening node with REQUEST_TIMEOUT=1 s; the only time bound asserted is a
  * generous one ("cut within a few seconds", where before the fix they were never cut).
+ * Issue 40, point 8: the same bound round after round, for bodies that broke too, and
+ * held by a deadline of our own where Node's check does not run.
  */
+import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { createTenant, issueToken, startApp } from './support/helpers.js'
+import { enforceRequestDeadlines } from '../src/http/request-deadline.js'
 
 const REQUEST_TIMEOUT_S = 1
 /** Generous: the timeout, Node's once-a-second check, and a loaded shared machine. */
@@ -167,4 +171,31 @@ t.test('issue 40, point 8: every slow body is cut at REQUEST_TIMEOUT, round afte
     for (const [kind, seen] of verdicts) t.same([...seen], ['cut in time'], `round ${round}: ${kind}: 408 or closed within ${TIMEOUT_S} s + ${MARGIN_MS} ms`)
   }
   t.same(await ordinary(), [200, 200, 401], 'and the node answers afterwards')
+})
+
+t.test("our own deadline cuts a slow body where Node's check does not run", async (t) => {
+  // A bare Node server whose own check never comes (requestTimeout 0, a sweep once an hour),
+  // with the deadline of src/http/request-deadline.ts at 1 s: the cut is ours alone.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 3_600_000 }, (request, response) => {
+    request.resume()
+    request.on('end', () => response.end('whole'))
+  })
+  const reported: string[] = []
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
+    reported.push(error.code ?? error.message)
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+  })
+  enforceRequestDeadlines(server, 1000)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const barePort = (server.address() as { port: number }).port
+  const client = slowClient('POST /upload HTTP/1.1\r\nHost: bare\r\nContent-Length: 1000\r\n\r\n', 'x', barePort, 200)
+  const whole = await fetch(`http://127.0.0.1:${barePort}/upload`, { method: 'POST', body: 'all at once' })
+  t.equal(await whole.text(), 'whole', 'a body sent at once is not cut')
+  const outcome = await Promise.race([client.closed, new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), 6000).unref())])
+  client.socket.destroy()
+  if (outcome === 'still open') return t.fail('the slow body was never cut')
+  t.equal(outcome.answer.split('\r\n')[0], 'HTTP/1.1 408 Request Timeout')
+  t.ok(outcome.afterMs < 1000 + 3000, `cut ${outcome.afterMs} ms after it began (the timeout 1 s, a margin of 3 s)`)
+  t.same(reported, ['ERR_HTTP_REQUEST_TIMEOUT'], 'reported once, as Node reports its own timeouts')
 })
