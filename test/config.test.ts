@@ -80,6 +80,11 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
     [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    // Issue 40, point 9: a secret set to nothing (`ADMIN_TOKEN=` in an env file, `$UNSET_VAR`)
+    // is a mistake, not "unset": the node would generate a secret of its own and go on.
+    ...['ADMIN_TOKEN', 'JWT_SECRET', 'JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE', 'JWT_KEYS', 'JWT_KEYS_FILE'].flatMap((name) =>
+      ['', '  '].map((blank) => [{ [name]: blank }, name] as [Record<string, string>, string]),
+    ),
     [{ JWT_SECRET: 'too-short' }, 'JWT_SECRET'],
     [{ JWT_ALGORITHM: 'HS512' }, 'JWT_ALGORITHM'],
     [{ JWT_ALGORITHM: 'ES256', JWT_SECRET: 'x'.repeat(40) }, 'JWT_ALGORITHM'],
@@ -127,9 +132,17 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
       }
     })()
     t.type(error, ConfigError, JSON.stringify(env))
-    t.equal((error as ConfigError).variable, variable, `${JSON.stringify(env)} names ${variable}`)
-    t.match((error as Error).message, new RegExp(`^${variable}`))
+    t.equal((error as ConfigError | undefined)?.variable, variable, `${JSON.stringify(env)} names ${variable}`)
+    t.match((error as Error | undefined)?.message, new RegExp(`^${variable}`))
   }
+})
+
+t.test('a blank value is unset where unset is a choice, not where it means "generate a secret"', async (t) => {
+  // docker-compose.sentinel.yml clears the base file's REDIS_URL with REDIS_URL: "".
+  t.equal(loadConfig({ REDIS_URL: '', DATABASE_URL: '' }).redis, undefined, 'REDIS_URL="" is unset')
+  t.equal(loadConfig({ PORT: '' }).port, 3000, 'a blank PORT takes its default')
+  t.equal(loadConfig({ JWT_ISSUER: ' ' }).jwt.issuer, undefined, 'a blank JWT_ISSUER is unset')
+  t.throws(() => loadConfig({ ADMIN_TOKEN: '' }), /^ADMIN_TOKEN: set but empty/, 'ADMIN_TOKEN="" is refused, not replaced by a generated token')
 })
 
 t.test('Redis: one server by URL, or Redis Sentinel', async (t) => {
@@ -213,4 +226,9 @@ t.test('the CLI refuses to start on a bad value and names it', async (t) => {
   const result = spawnSync(process.execPath, [cli, 'serve'], { env: { PATH: process.env.PATH, PORT: 'abc' }, encoding: 'utf8', timeout: 20_000 })
   t.equal(result.status, 1)
   t.match(result.stderr, /configuration error: PORT: expected an integer/)
+  // Issue 40, point 9: before, the node started and printed a generated admin token.
+  const blankToken = spawnSync(process.execPath, [cli, 'serve'], { env: { PATH: process.env.PATH, DATA_DIR: 'memory://', PORT: '0', ADMIN_TOKEN: '' }, encoding: 'utf8', timeout: 20_000 })
+  t.equal(blankToken.status, 1, 'ADMIN_TOKEN="" stops the boot')
+  t.match(blankToken.stderr, /configuration error: ADMIN_TOKEN: set but empty/)
+  t.notMatch(blankToken.stdout, /ADMIN_TOKEN=/, 'no token is generated and printed')
 })

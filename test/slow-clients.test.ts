@@ -3,10 +3,14 @@
  * connection for at most REQUEST_TIMEOUT, and however many do it, the node keeps answering
  * others. A real listening node with REQUEST_TIMEOUT=1 s; the only time bound asserted is a
  * generous one ("cut within a few seconds", where before the fix they were never cut).
+ * Issue 40, point 8: the same bound round after round, for bodies that broke too, and
+ * held by a deadline of our own where Node's check does not run.
  */
+import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { createTenant, issueToken, startApp } from './support/helpers.js'
+import { enforceRequestDeadlines } from '../src/http/request-deadline.js'
 
 const REQUEST_TIMEOUT_S = 1
 /** Generous: the timeout, Node's once-a-second check, and a loaded shared machine. */
@@ -24,9 +28,9 @@ interface SlowClient {
   closed: Promise<{ afterMs: number; answer: string }>
 }
 
-/** Opens a connection, writes `start`, then one byte of `trickle` every 300 ms until it is closed. */
-function slowClient(start: string, trickle: string): SlowClient {
-  const socket = connect(port, '127.0.0.1')
+/** Opens a connection, writes `start`, then one piece of `trickle` every `everyMs` until it is closed. */
+function slowClient(start: string, trickle: string, to = port, everyMs = 300, pieces: string[] = [...trickle]): SlowClient {
+  const socket = connect(to, '127.0.0.1')
   const opened = Date.now()
   let answer = ''
   socket.setEncoding('utf8')
@@ -35,8 +39,8 @@ function slowClient(start: string, trickle: string): SlowClient {
   let sent = 0
   if (start) socket.write(start)
   const timer = setInterval(() => {
-    if (socket.writable && trickle) socket.write(trickle[sent++ % trickle.length]!)
-  }, 300)
+    if (socket.writable && pieces.length > 0) socket.write(pieces[sent++ % pieces.length]!)
+  }, everyMs)
   const closed = new Promise<{ afterMs: number; answer: string }>((resolve) =>
     socket.on('close', () => {
       clearInterval(timer)
@@ -109,4 +113,89 @@ t.test('MAX_CONNECTIONS caps what one node holds open', async (t) => {
   const extra = await open()
   const closed = await Promise.race([new Promise((resolve) => extra.once('close', () => resolve(true))), new Promise((resolve) => setTimeout(() => resolve(false), 5000))])
   t.equal(closed, true, 'the 21st connection is closed by the node')
+})
+
+t.test('issue 40, point 8: every slow body is cut at REQUEST_TIMEOUT, round after round, with or without ordinary requests before', async (t) => {
+  // REQUEST_TIMEOUT 2 s; each connection must be cut (408, or closed) within 2 s + MARGIN_MS
+  // of its opening. Before the fix, a body whose parse failed (a broken chunk) and whose
+  // client kept sending was never cut: Node's check reported it once, our clientError
+  // handler had already left that connection to its route, and the route waited for a
+  // body that never ended while each byte kept the idle timer from firing.
+  const TIMEOUT_S = 2
+  const MARGIN_MS = 3000
+  const PER_KIND = 50
+  const slow = await startApp(t, { REQUEST_TIMEOUT: String(TIMEOUT_S), MAX_CONNECTIONS: '2000' })
+  const tenant = await createTenant(slow, 'Rounds')
+  await slow.app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(slow.app.server.address() as { port: number }).port}`
+  const slowPort = (slow.app.server.address() as { port: number }).port
+  const token = (body: Record<string, string>) =>
+    fetch(`${base}/rest/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyId: tenant.keyId, userId: 'ordinary', ...body }) })
+  const ordinary = async (): Promise<number[]> => {
+    const issued = await token({ keySecret: tenant.keySecret })
+    const { token: jwt } = (await issued.json()) as { token: string }
+    const verified = await fetch(`${base}/rest/v1/auth/verify`, { headers: { authorization: `Bearer ${jwt}` } })
+    await verified.arrayBuffer()
+    const refused = await token({ keySecret: 'wrong' })
+    await refused.arrayBuffer()
+    return [issued.status, verified.status, refused.status]
+  }
+  const head = (transfer: string) => `POST /rest/v1/auth/token HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n${transfer}\r\n\r\n`
+  const slowKinds: Record<string, () => SlowClient> = {
+    // the shape of the report: 16,000 bytes announced, one sent every half second
+    'a Content-Length body, dripped': () => slowClient(head('Content-Length: 16000') + '{', 'x', slowPort, 500),
+    'a chunked body, dripped': () => slowClient(head('Transfer-Encoding: chunked'), '', slowPort, 500, ['1\r\nx\r\n']),
+    'a chunked body that broke, then dripped': () => slowClient(head('Transfer-Encoding: chunked') + '1\r\n{\r\nzz\r\n', 'x', slowPort, 500),
+  }
+  for (const [round, before] of [[1, false], [2, true], [3, true]] as const) {
+    if (before) t.same(await ordinary(), [200, 200, 401], `round ${round}: ordinary requests before (issue, verify, a wrong secret)`)
+    const clients = Object.entries(slowKinds).flatMap(([kind, open]) => Array.from({ length: PER_KIND }, () => [kind, open()] as const))
+    t.same(await ordinary(), [200, 200, 401], `round ${round}: answered while ${clients.length} slow clients are connected`)
+    const deadline = new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), TIMEOUT_S * 1000 + MARGIN_MS + 2000).unref())
+    const outcomes = await Promise.all(clients.map(([, client]) => Promise.race([client.closed, deadline])))
+    // those the node left open are closed here, so that the next round starts clean
+    for (const [, client] of clients) client.socket.destroy()
+    const verdicts = new Map<string, Set<string>>()
+    outcomes.forEach((outcome, index) => {
+      const verdict =
+        outcome === 'still open'
+          ? 'still open'
+          : outcome.afterMs > TIMEOUT_S * 1000 + MARGIN_MS
+            ? 'cut late'
+            : outcome.answer === '' || outcome.answer.startsWith('HTTP/1.1 408 Request Timeout\r\n')
+              ? 'cut in time'
+              : `answered ${outcome.answer.split('\r\n')[0]}`
+      const kind = clients[index]![0]
+      verdicts.set(kind, (verdicts.get(kind) ?? new Set()).add(verdict))
+    })
+    for (const [kind, seen] of verdicts) t.same([...seen], ['cut in time'], `round ${round}: ${kind}: 408 or closed within ${TIMEOUT_S} s + ${MARGIN_MS} ms`)
+  }
+  t.same(await ordinary(), [200, 200, 401], 'and the node answers afterwards')
+})
+
+t.test("our own deadline cuts a slow body where Node's check does not run", async (t) => {
+  // A bare Node server whose own check never comes (requestTimeout 0, a sweep once an hour),
+  // with the deadline of src/http/request-deadline.ts at 1 s: the cut is ours alone.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 3_600_000 }, (request, response) => {
+    request.resume()
+    request.on('end', () => response.end('whole'))
+  })
+  const reported: string[] = []
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
+    reported.push(error.code ?? error.message)
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+  })
+  enforceRequestDeadlines(server, 1000)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const barePort = (server.address() as { port: number }).port
+  const client = slowClient('POST /upload HTTP/1.1\r\nHost: bare\r\nContent-Length: 1000\r\n\r\n', 'x', barePort, 200)
+  const whole = await fetch(`http://127.0.0.1:${barePort}/upload`, { method: 'POST', body: 'all at once' })
+  t.equal(await whole.text(), 'whole', 'a body sent at once is not cut')
+  const outcome = await Promise.race([client.closed, new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), 6000).unref())])
+  client.socket.destroy()
+  if (outcome === 'still open') return t.fail('the slow body was never cut')
+  t.equal(outcome.answer.split('\r\n')[0], 'HTTP/1.1 408 Request Timeout')
+  t.ok(outcome.afterMs < 1000 + 3000, `cut ${outcome.afterMs} ms after it began (the timeout 1 s, a margin of 3 s)`)
+  t.same(reported, ['ERR_HTTP_REQUEST_TIMEOUT'], 'reported once, as Node reports its own timeouts')
 })

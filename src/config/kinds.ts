@@ -10,6 +10,12 @@ export interface About<D extends string | undefined> {
   default?: D
   /** what happens when it is unset and there is no default value ("generated") */
   unset?: string
+  /**
+   * A blank value (`NAME=` in an env file, an unset shell variable expanded) is refused
+   * instead of counting as unset: where unset makes the node generate a secret of its own,
+   * blank is surely a mistake that would otherwise pass unnoticed.
+   */
+  blankRefused?: boolean
 }
 
 /** One declared variable: what it means, its default, and how its text becomes a checked value. */
@@ -17,6 +23,7 @@ export interface Variable<T, D extends string | undefined = string | undefined> 
   readonly help: string
   readonly default: D
   readonly unset: string | undefined
+  readonly blankRefused: boolean
   /** the values it accepts, when a few words say it (`0..65535`, `true|false`) */
   readonly accepts: string | undefined
   /** the checked value, or a ConfigError naming `name` and what was expected */
@@ -24,7 +31,7 @@ export interface Variable<T, D extends string | undefined = string | undefined> 
 }
 
 function variable<T, D extends string | undefined>(about: About<D>, parse: (text: string, name: string) => T, accepts?: string): Variable<T, D> {
-  return { help: about.help, default: about.default as D, unset: about.unset, accepts, parse }
+  return { help: about.help, default: about.default as D, unset: about.unset, blankRefused: about.blankRefused ?? false, accepts, parse }
 }
 
 /** Any text; `minLength` counts bytes, as a secret's strength does. */

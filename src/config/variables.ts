@@ -1,6 +1,6 @@
 import { MIN_SECRET_BYTES } from '../jwt/key-material.js'
+import { ConfigError, JWT_ALGORITHMS, LOG_LEVELS } from './types.js'
 import { boolean, duration, folder, hostPorts, integer, networks, oneOf, proxies, redisName, span, text, url, type Variable } from './kinds.js'
-import { JWT_ALGORITHMS, LOG_LEVELS } from './types.js'
 
 /**
  * Every environment variable the service reads, declared once: the kind of its value with
@@ -23,14 +23,15 @@ export const VARIABLES = {
   REDIS_USERNAME: text({ help: 'ACL user on the primary and replicas (Sentinel only)' }),
   REDIS_PASSWORD: text({ help: 'password of the primary and replicas (Sentinel only)' }),
   REDIS_TLS: boolean({ default: 'false', help: 'TLS to the sentinels and the data servers (Sentinel only)' }),
-  ADMIN_TOKEN: text({ unset: 'generated', help: 'bearer token of the admin API' }, 16),
+  ADMIN_TOKEN: text({ unset: 'generated', blankRefused: true, help: 'bearer token of the admin API' }, 16),
   // The key variables are text here: src/jwt/key-material.ts reads and checks the keys.
-  JWT_SECRET: text({ unset: 'generated', help: `HS256 signing secret (at least ${MIN_SECRET_BYTES} bytes)` }),
+  // Without any of them a key is generated: blank is refused (see About.blankRefused).
+  JWT_SECRET: text({ unset: 'generated', blankRefused: true, help: `HS256 signing secret (at least ${MIN_SECRET_BYTES} bytes)` }),
   JWT_ALGORITHM: oneOf(JWT_ALGORITHMS, { default: 'HS256', help: 'signing algorithm; the asymmetric ones need a private key' }),
-  JWT_PRIVATE_KEY: text({ help: 'PEM private key (P-256, Ed25519 or RSA); \\n escapes allowed' }),
-  JWT_PRIVATE_KEY_FILE: text({ help: 'the same, read from this file' }),
-  JWT_KEYS: text({ help: 'key rotation: a JSON array of keys; the first signs, all verify' }),
-  JWT_KEYS_FILE: text({ help: 'the same, read from this file' }),
+  JWT_PRIVATE_KEY: text({ blankRefused: true, help: 'PEM private key (P-256, Ed25519 or RSA); \\n escapes allowed' }),
+  JWT_PRIVATE_KEY_FILE: text({ blankRefused: true, help: 'the same, read from this file' }),
+  JWT_KEYS: text({ blankRefused: true, help: 'key rotation: a JSON array of keys; the first signs, all verify' }),
+  JWT_KEYS_FILE: text({ blankRefused: true, help: 'the same, read from this file' }),
   JWT_ISSUER: text({ help: 'iss claim written and required' }),
   JWT_AUDIENCE: text({ help: 'aud claim written and required' }),
   JWT_CLOCK_TOLERANCE: integer(0, 3600, { default: '0', help: 'seconds of leeway on exp' }),
@@ -103,7 +104,7 @@ export type Values<T extends Table = typeof VARIABLES> = {
 
 export type Env = Record<string, string | undefined>
 
-/** The text `env` sets for `name`, trimmed; blank counts as unset. */
+/** The text `env` sets for `name`, trimmed; blank counts as unset (but see About.blankRefused). */
 export function textOf(env: Env, name: string): string | undefined {
   const value = env[name]?.trim()
   return value === '' ? undefined : value
@@ -113,7 +114,11 @@ export function textOf(env: Env, name: string): string | undefined {
 export function readVariables<T extends Table>(table: T, env: Env): Values<T> {
   const values: Record<string, unknown> = {}
   for (const [name, declared] of Object.entries(table)) {
-    const value = textOf(env, name) ?? declared.default
+    const written = textOf(env, name)
+    if (written === undefined && env[name] !== undefined && declared.blankRefused) {
+      throw new ConfigError(name, 'set but empty: give it a value, or leave it out to have one generated')
+    }
+    const value = written ?? declared.default
     values[name] = value === undefined ? undefined : declared.parse(value, name)
   }
   return values as Values<T>

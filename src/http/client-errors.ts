@@ -19,16 +19,23 @@ import { JSON_CONTENT_TYPE } from '../json-text.js'
  * get 431, 400 or 408 with the SPEC's error body.
  */
 export function answerClientError(this: FastifyInstance, error: ClientError, socket: Socket): void {
-  // A reset connection has nobody to answer; a second error on an answered one changes nothing.
-  if (error.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return
+  // A reset connection has nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  // SPEC §7.3: a request not whole within REQUEST_TIMEOUT gets 408 and its connection is
+  // closed, even after an earlier error left it to its route (a broken body: the route
+  // waits for a body that never ends). One already answered here is closing (respond).
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    if (socket.writableEnded) return
+    answered.add(socket)
+    this.log.debug({ err: error }, 'client error')
+    if ((socket as ServerSocket)._httpMessage?.headersSent) return void socket.destroy()
+    return respond(socket, 408, {}, body(errors.requestTimeout()))
+  }
+  // A second error on an answered connection changes nothing.
+  if (answered.has(socket)) return
   answered.add(socket)
   this.log.debug({ err: error }, 'client error')
   const { parser, _httpMessage: response } = socket as ServerSocket
-  // SPEC §7.3: a request not whole within REQUEST_TIMEOUT gets 408 and its connection is closed.
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    if (response?.headersSent) return void socket.destroy()
-    return respond(socket, 408, {}, body(errors.requestTimeout()))
-  }
   // A body that went wrong after its headers were read: the route decides that request, and
   // the connection ends with its answer (nothing is written after it).
   if (parser?.incoming && !parser.incoming.complete) {
@@ -52,6 +59,7 @@ export interface ClientError extends Error {
 /** What Node's HTTP server keeps on a connection's socket: its parser and the answer in progress. */
 type ServerSocket = Socket & { parser?: { incoming?: IncomingMessage | null } | null; _httpMessage?: ServerResponse | null }
 
+/** connections answered by this handler, or left to their route's answer */
 const answered = new WeakSet<Socket>()
 /** how long a refused client may keep sending after its answer before the connection is cut */
 const LINGER_MS = 2000

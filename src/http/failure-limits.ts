@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { createFailureCountsRedis } from '../bus/connection/failure-counts-redis.js'
+import { failureCountsStore } from './failure-counts-store.js'
 import type { RedisConnection } from '../config.js'
 import type { MaybePromise } from '../cache/states.js'
 
@@ -49,7 +50,7 @@ export async function registerFailureLimits(fastify: FastifyInstance, { limit, r
   await fastify.register(rateLimit, {
     // No hooks on any route: only the limiter functions below count.
     global: false,
-    ...(redis !== undefined ? { redis, nameSpace: `${redisPrefix}:auth-failures:` } : { cache: LOCAL_ENTRIES }),
+    ...(redis !== undefined ? { store: failureCountsStore(redis, `${redisPrefix}:auth-failures:`) } : { cache: LOCAL_ENTRIES }),
     skipOnError: true,
   })
   // The library blocks once a count *exceeds* max; the SPEC blocks *past* `limit` failures.

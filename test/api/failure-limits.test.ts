@@ -7,6 +7,7 @@
  */
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
+import { Redis } from 'ioredis'
 import { ADMIN_TOKEN, createTenant, errorBody, freshPostgresDatabase, issueToken, leakedLogLines, randomUUID, sharedDb, startApp, STORE, type Tenant, type TestApp } from '../support/helpers.js'
 import { INVALID_ADMIN_TOKEN, INVALID_API_CREDENTIALS } from '../support/spec-bodies.js'
 
@@ -147,4 +148,25 @@ t.test('counted across nodes through Redis', { skip: STORE !== 'postgres' && 'th
   for (let i = 0; i < LIMIT; i++) t.equal((await tokenCall(i % 2 ? a : b, attacker, acme.keyId, 'wrong')).statusCode, 401)
   assertLimited(t, await tokenCall(a, attacker, acme.keyId, acme.keySecret), 'node a, after failures on both')
   assertLimited(t, await tokenCall(b, freshAddress(), acme.keyId, acme.keySecret), 'node b, the key from a new address')
+})
+
+t.test("the counts' Redis keys: the deployment's prefix, then the address or the keyId", { skip: STORE !== 'postgres' && 'the many-node shape needs PostgreSQL: runs with TEST_STORE=postgres' }, async (t) => {
+  // Issue 40, point 9: they read `<prefix>:auth-failures:undefinedundefined-<address>`, the
+  // route's method and URL of @fastify/rate-limit's per-route stores, which these limiters lack.
+  const prefix = `limits-keys-${randomUUID()}`
+  const a = await startApp(t, { DATABASE_URL: await freshPostgresDatabase(t), REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: prefix })
+  const acme = await createTenant(a, 'Keys')
+  const attacker = freshAddress()
+  t.equal((await tokenCall(a, attacker, acme.keyId, 'wrong')).statusCode, 401)
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true })
+  await redis.connect()
+  t.teardown(() => redis.quit())
+  const keys: string[] = []
+  for await (const batch of redis.scanStream({ match: `${prefix}:auth-failures:*`, count: 1000 })) keys.push(...(batch as string[]))
+  t.strictSame(keys.sort(), [`${prefix}:auth-failures:${attacker}`, `${prefix}:auth-failures:keyId:${acme.keyId}`].sort())
+  for (const key of keys) {
+    t.equal(await redis.get(key), '1', `${key} counts the one failure`)
+    const ttl = await redis.pttl(key)
+    t.ok(ttl > 0 && ttl <= 60_000, `${key} lives one window at most (${ttl} ms left)`)
+  }
 })

@@ -334,6 +334,25 @@ t.test('an inactive customer user gets 403 and no token, and its row does not ch
   t.equal((await verify(node, issued.token)).statusCode, 200, 'the token issued before deactivation is good again')
 })
 
+t.test('userIds are compared exactly as sent: the NFC and NFD spellings of one name are two users', async (t) => {
+  // A documented choice (README, "Text"): ids are the customer's, opaque; normalising would
+  // merge two users of a customer whose own system does not normalise.
+  const acme = await tenant('Unicode')
+  const composed = 'Jos\u00e9' // é as one code point
+  const decomposed = 'Jose\u0301' // e + combining acute accent
+  t.equal(composed.normalize('NFC'), decomposed.normalize('NFC'), 'one name in two spellings')
+  const a = await issueToken(node, acme, composed)
+  const b = await issueToken(node, acme, decomposed)
+  t.not(a.user.id, b.user.id, 'two users')
+  t.strictSame(a.user, { id: a.user.id, externalId: composed, companyId: acme.companyId, agentId: acme.agentId })
+  t.strictSame(b.user, { id: b.user.id, externalId: decomposed, companyId: acme.companyId, agentId: acme.agentId })
+  t.equal((await issueToken(node, acme, composed)).user.id, a.user.id, 'each spelling finds its own user again')
+  t.equal((await issueToken(node, acme, decomposed)).user.id, b.user.id, 'each spelling finds its own user again')
+  t.equal((await adminUser(node, a.user.id)).externalId, composed, 'stored as sent')
+  t.equal((await adminUser(node, b.user.id)).externalId, decomposed, 'stored as sent')
+  t.equal((await verify(node, b.token)).json().user.externalId, decomposed)
+})
+
 t.test('the same userId under two companies is two users', async (t) => {
   const acme = await tenant('Acme')
   const other = await tenant('Other')
