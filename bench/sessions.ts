@@ -15,6 +15,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { createMemoryBus } from '../src/bus/memory-bus.js'
 import { createStates } from '../src/cache/states.js'
+import { openChangePipeline, someSteps } from '../src/change-pipeline.js'
 import { createKeyring } from '../src/jwt/keyring.js'
 import { createTokenVerifier } from '../src/auth/verify.js'
 import { createSessions } from '../src/sessions/sessions.js'
@@ -62,6 +63,7 @@ const tokenOf = (sub: string) => keyring.sign({ sub, tokenVersion: 0, companyId,
 const tokens = ids.map(tokenOf)
 const verifyToken = createTokenVerifier({ keyring, states, clockToleranceSeconds: 0 })
 const sessions = createSessions({ verifyToken, bus, store, clockToleranceSeconds: 0, recheckEveryMs: 500 })
+openChangePipeline(bus, someSteps({ caches: states, sessions }))
 // Warm: every user cached, every token in the keyring's verified cache (so opening costs no parse).
 for (const token of tokens) if (!(await verifyToken(token)).ok) throw new Error('setup: a token was refused')
 

@@ -115,6 +115,20 @@ export interface RowChanged {
   revision: number
 }
 
+/**
+ * A change as a node applies it, whichever node wrote it: the row and its revision and, on the
+ * node that wrote it, the committed state itself (installed in the caches rather than evicted).
+ * The one shape every part of a node sees (change-pipeline.ts).
+ */
+export interface AppliedChange extends RowChanged {
+  written?: Change
+}
+
+/** A change the bus delivers, local (`Change`) or another node's (`RowChanged`), as a node applies it. */
+export function appliedChange(change: Change | RowChanged): AppliedChange {
+  return 'id' in change ? change : { ...rowChanged(change), written: change }
+}
+
 export function rowChanged(change: Change): RowChanged {
   if (change.kind === 'apiKey') return { kind: 'apiKey', id: change.keyId, revision: change.revision }
   if (change.kind === 'token') return { kind: 'token', id: change.jti, revision: change.exp }

@@ -18,6 +18,7 @@ import { openServices, type Services } from './assembly/services.js'
 import { openClock } from './assembly/clock.js'
 import { openSessions } from './assembly/sessions.js'
 import { openEventStreams, type EventStreams } from './assembly/event-hub.js'
+import { openChangePipeline, type ChangeSteps } from './change-pipeline.js'
 import { openWebhooks } from './assembly/webhooks.js'
 import type { WebhookWorker } from './webhooks/worker.js'
 import type { Destinations } from './webhooks/destinations.js'
@@ -96,8 +97,11 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const { states, warmedUp } = openCaches(onClose, config, { store, bus, metrics, logger, parts: options.parts })
     const services = openServices(onClose, config, { store, states, bus, keyring: keys.keyring, metrics, logger })
     const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
-    const eventStreams = openEventStreams(onClose, config, { store, bus, logger, wrap: options.parts?.eventHub })
-    const { worker: webhooks, destinations: webhookDestinations } = openWebhooks(onClose, config, { store, bus, metrics, logger })
+    const eventStreams = openEventStreams(onClose, config, { store, logger, wrap: options.parts?.eventHub })
+    const { worker: webhooks, destinations: webhookDestinations } = openWebhooks(onClose, config, { store, metrics, logger })
+    // Every part is open: from here on each committed change takes its one path through them.
+    const steps: ChangeSteps = { caches: states, sessions, streams: eventStreams.hub, webhooks }
+    openChangePipeline(bus, options.parts?.changeSteps ? options.parts.changeSteps(steps) : steps)
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
     fastify.decorate('gateway', {

@@ -5,6 +5,7 @@ import type { ChangeLog } from '../src/bus/bus.js'
 import { deriveBusKeys } from '../src/bus/messages/messages.js'
 import { createRedisBus, type RedisBus } from '../src/bus/redis-bus.js'
 import { createStates } from '../src/cache/states.js'
+import { openChangePipeline, someSteps } from '../src/change-pipeline.js'
 import { createChanges } from '../src/changes.js'
 import { Metrics } from '../src/metrics.js'
 import { createPostgresDb, type Db } from '../src/store/db.js'
@@ -52,6 +53,7 @@ async function scenario(t: Test, options: { mutant?: Mutant; catchUpLimit?: numb
   const readerBus: RedisBus = bus(`redis://127.0.0.1:${proxy.port}`, readerMetrics, mutant ? mutant(changeLog, () => readerBus) : changeLog)
   t.teardown(() => Promise.all([writerBus.close(), readerBus.close()]))
   const states = createStates(store, readerBus, 1000)
+  openChangePipeline(readerBus, someSteps({ caches: states }))
   const changes = createChanges({ store: store as Store, bus: writerBus })
   await Promise.all([writerBus.start(), readerBus.start()])
   return { db, store, company, users, proxy, readerBus, readerMetrics, states, changes }

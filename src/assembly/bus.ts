@@ -9,6 +9,7 @@ import type { DatabaseClaim } from '../store/database-claim.js'
 import type { EventHub } from '../stream/hub.js'
 import type { Store } from '../store/store.js'
 import type { StatesOptions } from '../cache/states.js'
+import type { ChangeSteps } from '../change-pipeline.js'
 import type { OnClose } from './lifecycle.js'
 
 /** More missed changes than this and a flush is cheaper than evicting them one by one. */
@@ -33,6 +34,8 @@ export interface NodeParts {
   store?: (store: Store) => Store
   /** wraps the hub of the node's event streams (stream/hub.ts) */
   eventHub?: (hub: EventHub) => EventHub
+  /** wraps the steps a committed change takes on the node (change-pipeline.ts) */
+  changeSteps?: (steps: ChangeSteps) => ChangeSteps
 }
 
 export interface BusOptions {
@@ -62,7 +65,7 @@ export async function openBus(onClose: OnClose, config: Config, options: BusOpti
 }
 
 async function configuredBus(config: Config, options: BusOptions, parts: NodeParts): Promise<InvalidationBus> {
-  if (!config.redis) return createMemoryBus()
+  if (!config.redis) return createMemoryBus({ logger: options.logger })
   const log: ChangeLog = { since: (cursor) => options.store.changesSince(cursor, CATCH_UP_LIMIT) }
   const { createRedisBus } = await import('../bus/redis-bus.js')
   const { deriveBusKeys } = await import('../bus/messages/messages.js')

@@ -9,10 +9,10 @@ import { throttledLog } from '../throttled-log.js'
 import type { OnClose } from './lifecycle.js'
 
 /**
- * The node's open sessions (SPEC §8.1, sessions/): opened after the caches, so that a change
- * reaches the caches before it reaches the sessions, and closed before them (every open
- * session aborted with NODE_CLOSING while the bus is still up). A node that opens no session
- * pays one Map lookup per change.
+ * The node's open sessions (SPEC §8.1, sessions/), told of each change after the caches
+ * (change-pipeline.ts), and closed before them (every open session aborted with
+ * NODE_CLOSING while the bus is still up). A node that opens no session pays one Map lookup
+ * per change.
  */
 export function openSessions(onClose: OnClose, config: Config, parts: { store: Store; bus: InvalidationBus; verifyToken: VerifyToken; metrics: Metrics; logger: Logger }): Sessions {
   const { store, bus, verifyToken, metrics, logger } = parts

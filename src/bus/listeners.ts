@@ -18,7 +18,7 @@ export interface Listeners {
 }
 
 /** What a bus tells the caches: each change, and each new epoch (counted, with its reason). */
-export function createListeners(count: Pick<BusMetrics, 'epoch' | 'error'>, log: Logger): Listeners {
+export function createListeners(count: Pick<BusMetrics, 'epoch' | 'error'>, log: Pick<Logger, 'error'>): Listeners {
   const changeHandlers: ChangeHandler[] = []
   const epochHandlers: Array<() => void> = []
   let epoch = 0

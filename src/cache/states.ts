@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { InvalidationBus } from '../bus/bus.js'
-import { apiKeyRevision, isUuid, type AgentState, type ApiKeyState, type Change, type CompanyState, type RowChanged, type UserState } from '../domain.js'
+import { apiKeyRevision, isUuid, type AgentState, type AppliedChange, type ApiKeyState, type CompanyState, type UserState } from '../domain.js'
 import type { Store } from '../store/store.js'
 import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
@@ -31,6 +31,10 @@ export interface States {
   /** Estimated bytes each cache holds, the (company, external id) index among them (sizes.ts). */
   bytes(): Record<'users' | 'agents' | 'apiKeys' | 'companies' | 'userIds', number>
   readonly revokedTokens: RevokedTokens
+  /** A committed change (change-pipeline.ts, its first step): the written state installed, or the row evicted. */
+  apply(change: AppliedChange): void
+  /** A new epoch: every cache emptied, the revoked tokens loaded again. */
+  flush(): void
   /** Stops the revoked-token loads. */
   close(): void
 }
@@ -65,7 +69,7 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
   return value instanceof Promise ? value.then(next) : next(value)
 }
 
-export function createStates(store: StateReads, bus: InvalidationBus, cacheSize: number, options: StatesOptions = {}): States {
+export function createStates(store: StateReads, bus: Pick<InvalidationBus, 'trusted'>, cacheSize: number, options: StatesOptions = {}): States {
   const maxBytes = options.maxBytes
   // a small budget still leaves the few agents, companies and keys room for a few hundred entries
   const budget = <V>(share: number, bytesOf: (key: string, value: V) => number) =>
@@ -89,38 +93,34 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   const profile = createProfiles(PROFILES_KEPT, intern)
 
   const cacheOf = { user: users, agent: agents, apiKey: apiKeys, company: companies } as const
-  bus.onChange((change: Change | RowChanged) => {
-    if ('id' in change) {
-      // A revoked jti is the one message that adds: it can only make the node refuse more.
-      if (change.kind === 'token') return revokedTokens.add({ jti: change.id, exp: change.revision })
-      // Another node's change names a row and a revision, never a state: evict, read again.
-      return cacheOf[change.kind].apply(change.id, change.revision)
-    }
-    switch (change.kind) {
+  /** A change, in the one shape every node applies (change-pipeline.ts: the first of its steps). */
+  function apply(change: AppliedChange): void {
+    const { written } = change
+    // A revoked jti is the one change that adds: it can only make the node refuse more.
+    if (change.kind === 'token') return revokedTokens.add({ jti: change.id, exp: change.revision })
+    // Another node's change names a row and a revision, never a state: evict, read again.
+    if (written === undefined) return cacheOf[change.kind].apply(change.id, change.revision)
+    switch (written.kind) {
       case 'user':
-        users.apply(change.state.id, change.state.revision, compactUser(change.state, profile))
-        break
+        return users.apply(written.state.id, written.state.revision, compactUser(written.state, profile))
       case 'agent':
-        agents.apply(change.state.id, change.state.revision, compactAgent(change.state, intern))
-        break
-      case 'apiKey':
-        apiKeys.apply(change.keyId, change.revision)
-        break
+        return agents.apply(written.state.id, written.state.revision, compactAgent(written.state, intern))
       case 'company':
-        companies.apply(change.state.id, change.state.revision, { ...change.state })
-        break
-      case 'token':
-        revokedTokens.add({ jti: change.jti, exp: change.exp })
-        break
+        return companies.apply(written.state.id, written.state.revision, { ...written.state })
+      default:
+        // an API key travels without its state: evicted and read again, as another node's
+        return cacheOf[change.kind].apply(change.id, change.revision)
     }
-  })
-  bus.onEpochChange(() => {
+  }
+
+  /** Changes may have been missed: everything is read again. */
+  function flush(): void {
     users.flush()
     agents.flush()
     apiKeys.flush()
     companies.flush()
     revokedTokens.reload()
-  })
+  }
 
   // Misses are read in batches, one query per tick and cache (miss-batcher.ts). The read
   // starts after the request did, so its answer is current for this request whatever
@@ -154,6 +154,8 @@ export function createStates(store: StateReads, bus: InvalidationBus, cacheSize:
   }
 
   return {
+    apply,
+    flush,
     caches: { users, agents, apiKeys, companies },
     bytes: () => ({ users: users.bytes, agents: agents.bytes, apiKeys: apiKeys.bytes, companies: companies.bytes, userIds: userIds.calculatedSize ?? 0 }),
     revokedTokens,

@@ -1,6 +1,6 @@
 import type { InvalidationBus } from '../bus/bus.js'
 import type { VerifyToken } from '../auth/verify.js'
-import type { Change, RowChanged } from '../domain.js'
+import type { AppliedChange } from '../domain.js'
 import { denials, errors, StoreUnavailableError, type Denial } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { createExpiry } from './expiry.js'
@@ -18,7 +18,7 @@ export type OpenedSession = Session | { ok: false; denial: Denial }
 
 export interface SessionsOptions {
   verifyToken: VerifyToken
-  bus: Pick<InvalidationBus, 'onChange' | 'onEpochChange' | 'trusted'>
+  bus: Pick<InvalidationBus, 'trusted'>
   store: Pick<Store, 'getUsers' | 'getAgents' | 'getCompanyStates' | 'revokedAmong'>
   clockToleranceSeconds: number
   /** how often a node that cannot trust its cache re-checks every open session (CACHE_LEASE_MS) */
@@ -37,6 +37,10 @@ export interface Sessions {
   readonly size: number
   /** entries of each index and of the expiry heap: all 0 once every session ended (two jtis may share an entry: index.ts) */
   stats(): { open: number; users: number; companies: number; agents: number; jtis: number; expiries: number }
+  /** A committed change (change-pipeline.ts): the sessions it ends are aborted before the promise (if any) settles. */
+  onChange(change: AppliedChange): void | Promise<void>
+  /** A new epoch: every open session is read again. */
+  onEpoch(): void
   /** the node closes: every open session is aborted with NODE_CLOSING */
   close(): void
 }
@@ -152,9 +156,10 @@ export function createSessions(options: SessionsOptions): Sessions {
     return { agent: (await store.getAgents([id]))[0] ?? null }
   }
 
-  bus.onChange((change) => {
+  /** A committed change (change-pipeline.ts, its second step): the sessions it ends are aborted before the promise settles. */
+  function onChange(change: AppliedChange): void | Promise<void> {
     const kind = kindOf(change)
-    const id = idOf(change)
+    const { id } = change
     recentKinds[changesSeen % RECENT_CHANGES] = kind
     recentIds[changesSeen % RECENT_CHANGES] = id
     changesSeen++
@@ -167,14 +172,14 @@ export function createSessions(options: SessionsOptions): Sessions {
       return
     }
     return recheckRow(kind, id, sessions)
-  })
+  }
 
   // Changes may have been missed: every open session is read again, and again once per lease
   // while the cache cannot be trusted (the sweep below).
-  bus.onEpochChange(() => {
+  function onEpoch(): void {
     epochs++
     void sweep()
-  })
+  }
   let sweeping = false
   // asked for while one ran: that one's reads may predate what the new request is about
   let sweepAgain = false
@@ -199,6 +204,8 @@ export function createSessions(options: SessionsOptions): Sessions {
   sweeper.unref()
 
   return {
+    onChange,
+    onEpoch,
     async open(token) {
       if (closing) throw new StoreUnavailableError('the node is closing')
       const changesBefore = changesSeen
@@ -251,16 +258,8 @@ export function createSessions(options: SessionsOptions): Sessions {
 }
 
 /** The index a change looks in; API keys end no session. */
-function kindOf(change: Change | RowChanged): IndexKind | undefined {
+function kindOf(change: AppliedChange): IndexKind | undefined {
   return change.kind === 'apiKey' ? undefined : change.kind
-}
-
-/** The row a change names (the jti, for a revoked token). */
-function idOf(change: Change | RowChanged): string {
-  if ('id' in change) return change.id
-  if (change.kind === 'token') return change.jti
-  if (change.kind === 'apiKey') return change.keyId
-  return change.state.id
 }
 
 function withinDeadline<T>(read: Promise<T>, ms: number): Promise<T> {

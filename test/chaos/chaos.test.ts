@@ -1136,13 +1136,14 @@ for (const [mutant, what] of [
   ['cohort-unlink-loses-the-rest', "with a session closed by its chat server taking its cohort's later sessions out of the index"],
   ['acks-before-stream-writes', 'with nodes that acknowledge a change before writing its events to their streams'],
   ['webhook-failures-recorded-delivered', 'with webhook attempts that failed recorded as delivered'],
+  ['caches-after-acknowledgement', "with the change pipeline reordered: a node's caches updated after it acknowledged"],
 ] as const) {
   t.test(`the checker bites: ${what}, violations appear`, async (t) => {
     const s = await setUp(redis!, postgres!, await createDatabase('chaos_mutant'), mutant)
     t.teardown(() => tearDown(s))
     // A jti-only mutant's revoked tokens are accepted only until their user's next invalidation:
     // present the latest ones more often, so that a missed one is seen within that time.
-    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' || mutant === 'cohort-unlink-loses-the-rest' || mutant === 'acks-before-stream-writes' || mutant === 'webhook-failures-recorded-delivered' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
+    const faults = JTI_ONLY_MUTANTS.has(mutant) ? HALF_OPEN_FAULTS : mutant === 'acks-before-sessions' || mutant === 'cohort-unlink-loses-the-rest' || mutant === 'acks-before-stream-writes' || mutant === 'webhook-failures-recorded-delivered' || mutant === 'caches-after-acknowledgement' ? SESSION_MUTANT_FAULTS : MUTANT_FAULTS
     const result = await drive(s, selected(faults), (line) => t.comment(line), JTI_MIX_MUTANTS.has(mutant) ? { revokedShare: 0.4, revokedKept: 40 } : {})
     t.ok((await mutantCalls(s.nodes, (line) => t.comment(line))) > 0, `the mutant (test/chaos/lib/mutants.mjs ${mutant}) reached the nodes' parts`)
     if (mutant === 'catch-up-ignores-revoked-tokens' || mutant === 'rebuild-misses-arrivals' || mutant === 'retention-ignores-skew') t.ok(result.byKind.jti > 0, `the checker finds accepted revoked tokens (${result.byKind.jti})`)

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { createMemoryBus } from '../../src/bus/memory-bus.js'
 import { createStates } from '../../src/cache/states.js'
+import { openChangePipeline, someSteps } from '../../src/change-pipeline.js'
 import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrate.js'
 import { createStore } from '../../src/store/store.js'
@@ -44,6 +45,7 @@ async function setUp(t: Test) {
   const counted = counting(db)
   const bus = createMemoryBus()
   const states = createStates(createStore(counted.db), bus, 1000)
+  openChangePipeline(bus, someSteps({ caches: states }))
   return { store, company, agents, users, keys, states, reads: counted.reads, gate: counted.gate, bus }
 }
 

@@ -84,3 +84,10 @@ t.test('every file in src/bus/ is at most 250 lines (one job each)', async (t) =
   const long = src.filter((f) => inside(f, 'src/bus')).filter((f) => readFileSync(join(ROOT, f), 'utf8').split('\n').length - 1 > 250)
   t.same(long, [])
 })
+
+t.test('a committed change takes one path: only change-pipeline.ts subscribes to a bus (the buses themselves aside)', async (t) => {
+  const subscribes = /\.(onChange|onEpochChange)\(\s*(\(|async\b|[a-zA-Z_$][\w$]*\s*=>)/
+  const outside = src.filter((f) => f !== 'src/change-pipeline.ts' && !inside(f, 'src/bus'))
+  t.same(outside.filter((f) => subscribes.test(readFileSync(join(ROOT, f), 'utf8'))), [])
+  t.match(readFileSync(join(ROOT, 'src/change-pipeline.ts'), 'utf8'), subscribes, 'the pattern sees a subscription')
+})

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { ChangeHandler } from '../../src/bus/bus.js'
 import type { TokenClaims, Verdict } from '../../src/auth/verify.js'
-import type { AgentState, CompanyState, UserState } from '../../src/domain.js'
+import { appliedChange, type AgentState, type CompanyState, type UserState } from '../../src/domain.js'
 import { createSessions, type SessionsOptions } from '../../src/sessions/sessions.js'
 
 /** Waits until `done()` holds, for at most two seconds (a busy machine delays timers). */
@@ -12,8 +12,8 @@ async function until(done: () => boolean): Promise<void> {
 }
 
 /**
- * The session registry alone (src/sessions/), over a bus that is a list of handlers and
- * store reads kept in maps: what a change finds, what it costs when it finds nothing, what a
+ * The session registry alone (src/sessions/), its changes handed to it as the change
+ * pipeline would (src/change-pipeline.ts), its store reads kept in maps: what a change finds, what it costs when it finds nothing, what a
  * failed read does, the expiry heap's order. The real nodes are in test/sessions.test.ts.
  */
 const COMPANY = randomUUID()
@@ -30,8 +30,6 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
     if (options.hangReads?.()) return new Promise<T[]>(() => {})
     return options.failReads?.() ? Promise.reject(new Error('store away')) : Promise.resolve(rows)
   }
-  let handler: ChangeHandler = () => {}
-  let epoch: () => void = () => {}
   let trusted = true
   const claimsOf = new Map<string, TokenClaims>()
   const verifyToken: SessionsOptions['verifyToken'] = (token): Verdict => {
@@ -46,7 +44,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
   }
   const sessions = createSessions({
     verifyToken,
-    bus: { onChange: (h) => void (handler = h), onEpochChange: (h) => void (epoch = h), trusted: () => trusted },
+    bus: { trusted: () => trusted },
     store: {
       getUsers: (ids) => read('users', ids.flatMap((id) => (users.has(id) ? [{ ...users.get(id)!, createdAt: new Date() }] : []))) as never,
       getAgents: (ids) => read('agents', ids.flatMap((id) => (agents.has(id) ? [{ ...agents.get(id)!, createdAt: new Date() }] : []))) as never,
@@ -70,7 +68,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
     if (!session.ok) throw new Error('refused')
     return session
   }
-  return { sessions, users, agents, companies, revoked, reads, token, opened, deliver: (change: Parameters<ChangeHandler>[0]) => handler(change), epoch: () => epoch(), setTrusted: (value: boolean) => void (trusted = value) }
+  return { sessions, users, agents, companies, revoked, reads, token, opened, deliver: (change: Parameters<ChangeHandler>[0]) => sessions.onChange(appliedChange(change)), epoch: () => sessions.onEpoch(), setTrusted: (value: boolean) => void (trusted = value) }
 }
 
 t.test('a change with no session of its row costs nothing: no read, no promise', async (t) => {

@@ -108,26 +108,45 @@ export function createMutant(name, config) {
         }
       },
     },
-    // The node acknowledges a change before the sessions it ends are aborted: the bus drops
-    // the promise a change handler returns (sessions/sessions.ts returns one while it re-reads
-    // a row whose sessions are open), so the ack no longer waits for it. Made to show: the
-    // reads of those rows take 200 ms (within the half lease a correct node may wait: 250 ms here),
-    // so that the abort comes after the writer answered rather than racing it.
+    // The node acknowledges a change before the sessions it ends are aborted: the pipeline's
+    // sessions step (change-pipeline.ts) has its promise dropped (sessions/sessions.ts returns
+    // one while it re-reads a row whose sessions are open), so the ack no longer waits for it.
+    // Made to show: the reads of those rows take 200 ms (within the half lease a correct node
+    // may wait: 250 ms here), so that the abort comes after the writer answered rather than racing it.
     'acks-before-sessions': {
-      bus: (inner) =>
-        keepBus({
-          ...inner,
-          start: () => inner.start(),
-          onChange: (handler) =>
-            inner.onChange((change) => {
-              const held = handler(change)
-              if (held) acted()
-            }),
-        }),
+      changeSteps: (steps) => ({
+        ...steps,
+        sessions: {
+          ...steps.sessions,
+          onChange(change) {
+            const held = steps.sessions.onChange(change)
+            if (held === undefined) return undefined
+            acted()
+            held.catch(() => {})
+            return undefined
+          },
+        },
+      }),
       store: (store) => {
         const slow = (read) => async (ids) => (await new Promise((resolve) => setTimeout(resolve, 200)), read(ids))
         return { ...store, getUsers: slow(store.getUsers), getCompanyStates: slow(store.getCompanyStates), getAgents: slow(store.getAgents) }
       },
+    },
+    // The pipeline reordered (change-pipeline.ts): the caches step runs last, once the steps
+    // the acknowledgement waits for have settled and the acknowledgement is on its way, instead
+    // of first. Made to show: it runs 100 ms after them, so that a verification right after the
+    // writer's 200 still meets the old state in this node's cache.
+    'caches-after-acknowledgement': {
+      changeSteps: (steps) => ({
+        ...steps,
+        caches: {
+          ...steps.caches,
+          apply(change) {
+            acted()
+            setTimeout(() => steps.caches.apply(change), 100)
+          },
+        },
+      }),
     },
     // The node acknowledges a change before its events are written to the open event streams:
     // the hub's promise (stream/hub.ts onChange) is dropped. Made to show: the stream's reads of
@@ -206,4 +225,4 @@ export function createMutant(name, config) {
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays', 'caches-after-acknowledgement']

@@ -19,6 +19,7 @@ export type Mutant =
   | 'acks-before-stream-writes'
   | 'webhook-failures-recorded-delivered'
   | 'acks-wait-for-replays'
+  | 'caches-after-acknowledgement'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 export async function startChaosNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
