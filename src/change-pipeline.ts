@@ -1,4 +1,4 @@
-import type { InvalidationBus } from './bus/bus.js'
+import type { Applied, InvalidationBus } from './bus/bus.js'
 import { appliedChange, type AppliedChange } from './domain.js'
 
 /**
@@ -11,7 +11,8 @@ import { appliedChange, type AppliedChange } from './domain.js'
  * 3. event streams: the change's events handed to the live streams (a promise while it reads);
  * 4. webhooks: the sender woken (never waited for: a write never waits for a delivery).
  *
- * The promise it returns settles once 2 and 3 have: the node's acknowledgement of the change
+ * The promise it returns settles once 2 and 3 have (with the number of sessions ended, which
+ * the acknowledgement carries to the writer's receipt): the node's acknowledgement of the change
  * (and, on the writer, its publish) waits for it, so that when a revocation answers 200 the
  * sessions and streams it ends have been ended and told on every node that acknowledged it.
  * A step that fails still lets the others run, and the change is then not acknowledged (the
@@ -22,33 +23,39 @@ import { appliedChange, type AppliedChange } from './domain.js'
  */
 export interface ChangeSteps {
   caches: { apply(change: AppliedChange): void; flush(): void }
-  sessions: { onChange(change: AppliedChange): void | Promise<void>; onEpoch(): void }
+  /** how many open sessions the change ended (a promise while it reads) */
+  sessions: { onChange(change: AppliedChange): number | Promise<number>; onEpoch(): void }
   streams: { onChange(): void | Promise<void> }
   webhooks: { nudge(): void }
 }
 
-/** The change through each step, in order; a promise while step 2 or 3 holds the acknowledgement. */
-export function applyChange(steps: ChangeSteps, change: AppliedChange): void | Promise<void> {
+/**
+ * The change through each step, in order; a promise while step 2 or 3 holds the
+ * acknowledgement. What it did (the sessions it ended) goes into the acknowledgement and,
+ * on the writer, the receipt.
+ */
+export function applyChange(steps: ChangeSteps, change: AppliedChange): Applied | Promise<Applied> {
   let failure: { error: unknown } | undefined
-  const held: Array<Promise<void>> = []
-  const step = (run: () => void | Promise<void>) => {
+  let sessions: number | Promise<number> = 0
+  let streams: void | Promise<void>
+  const step = <T>(run: () => T): T | undefined => {
     try {
-      const pending = run()
-      if (pending !== undefined) held.push(pending)
+      return run()
     } catch (error) {
       failure ??= { error }
+      return undefined
     }
   }
   step(() => steps.caches.apply(change))
-  step(() => steps.sessions.onChange(change))
-  step(() => steps.streams.onChange())
+  sessions = step(() => steps.sessions.onChange(change)) ?? 0
+  streams = step(() => steps.streams.onChange())
   step(() => steps.webhooks.nudge())
   if (failure !== undefined) {
     const { error } = failure
-    return Promise.allSettled(held).then(() => Promise.reject(error))
+    return Promise.allSettled([sessions, streams]).then(() => Promise.reject(error))
   }
-  if (held.length === 0) return undefined
-  return held.length === 1 ? held[0] : Promise.all(held).then(() => undefined)
+  if (!(sessions instanceof Promise) && streams === undefined) return { sessionsEnded: sessions }
+  return Promise.all([sessions, streams]).then(([sessionsEnded]) => ({ sessionsEnded }))
 }
 
 /** A new epoch: caches flushed before the sessions are read again (a re-check never meets a stale cache). */
@@ -63,7 +70,7 @@ export function openChangePipeline(bus: Pick<InvalidationBus, 'onChange' | 'onEp
   bus.onEpochChange(() => applyEpoch(steps))
 }
 
-const NO_STEP: Omit<ChangeSteps, 'caches'> = { sessions: { onChange() {}, onEpoch() {} }, streams: { onChange() {} }, webhooks: { nudge() {} } }
+const NO_STEP: Omit<ChangeSteps, 'caches'> = { sessions: { onChange: () => 0, onEpoch() {} }, streams: { onChange() {} }, webhooks: { nudge() {} } }
 
 /** The steps of a node built from some of its parts only (a test's, a bench's): the others do nothing. */
 export function someSteps(steps: Pick<ChangeSteps, 'caches'> & Partial<ChangeSteps>): ChangeSteps {

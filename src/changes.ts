@@ -1,4 +1,4 @@
-import type { InvalidationBus } from './bus/bus.js'
+import type { InvalidationBus, Receipt } from './bus/bus.js'
 import { ADMIN, agentState, apiKeyRevision, companyState, userState, type Actor, type Change } from './domain.js'
 import type { AgentRecord, ApiKeyRecord, CompanyTokensRevoked, PublishingWrite, Store, TokenRevocation, UserRecord } from './store/store.js'
 import type { RevocationLimits } from './store/token-revocations.js'
@@ -6,41 +6,48 @@ import type { RevocationLimits } from './store/token-revocations.js'
 /**
  * The only way to change what verification sees: each method commits the row (with its
  * change_log row and audit event, in one statement), publishes the change on the bus, and
- * only then resolves with the committed record. When the bus cannot confirm the publish it
- * rejects (the write answers 503); the change is committed all the same, and every node
- * reads it from the change log at its next catch-up.
+ * only then resolves with the committed record and the publish's receipt (where the change
+ * arrived: SPEC §10.2). When the bus cannot confirm the publish it rejects (the write
+ * answers 503); the change is committed all the same, and every node reads it from the
+ * change log at its next catch-up.
  * undefined: no row matched, nothing was written.
  *
  * A route cannot forget the publish: the store's publishing writes are not handed to it.
  */
+/** A committed change: its record, and where it arrived. */
+export interface Committed<R> {
+  record: R
+  receipt: Receipt
+}
+
 export interface Changes {
   /** SPEC §3.2: every token of the user is refused once this resolves. */
-  invalidateTokens(companyId: string, userId: string, actor?: Actor): Promise<UserRecord | undefined>
-  setUserActive(userId: string, active: boolean, actor?: Actor): Promise<UserRecord | undefined>
+  invalidateTokens(companyId: string, userId: string, actor?: Actor): Promise<Committed<UserRecord> | undefined>
+  setUserActive(userId: string, active: boolean, actor?: Actor): Promise<Committed<UserRecord> | undefined>
   /** Ties an active user to another agent; undefined when the user is inactive or gone. */
-  setUserAgent(userId: string, agentId: string): Promise<UserRecord | undefined>
-  updateAgent(agentId: string, patch: { name?: string; active?: boolean }, actor?: Actor): Promise<AgentRecord | undefined>
+  setUserAgent(userId: string, agentId: string): Promise<Committed<UserRecord> | undefined>
+  updateAgent(agentId: string, patch: { name?: string; active?: boolean }, actor?: Actor): Promise<Committed<AgentRecord> | undefined>
   /** Idempotent: a second revocation keeps the first revocation time (and is announced again). */
-  revokeApiKey(keyId: string, actor?: Actor): Promise<ApiKeyRecord | undefined>
+  revokeApiKey(keyId: string, actor?: Actor): Promise<Committed<ApiKeyRecord> | undefined>
   /** SPEC §7.1: every token of the company signed before this resolves is refused; later ones are not. */
-  revokeCompanyTokens(companyId: string, actor?: Actor): Promise<CompanyTokensRevoked | undefined>
+  revokeCompanyTokens(companyId: string, actor?: Actor): Promise<Committed<CompanyTokensRevoked> | undefined>
   /** SPEC §7.1: the same for one agent. */
-  revokeAgentTokens(agentId: string, actor?: Actor): Promise<AgentRecord | undefined>
+  revokeAgentTokens(agentId: string, actor?: Actor): Promise<Committed<AgentRecord> | undefined>
   /**
    * SPEC §7.1: the one token with this jti (of user `userId`) is refused until its exp; a
    * repeat is announced again. 'limit-reached': the company already holds `maxLive` live
    * revocations and this one would be new; 'expired': by the store's clock the token expired
    * more than `graceSeconds` ago. Either way nothing was written nor published.
    */
-  revokeToken(companyId: string, jti: string, exp: number, userId: string, limits: RevocationLimits, actor?: Actor): Promise<TokenRevocation | 'limit-reached' | 'expired' | undefined>
+  revokeToken(companyId: string, jti: string, exp: number, userId: string, limits: RevocationLimits, actor?: Actor): Promise<Committed<TokenRevocation> | 'limit-reached' | 'expired' | undefined>
 }
 
 export function createChanges({ store, bus }: { store: Pick<Store, PublishingWrite>; bus: InvalidationBus }): Changes {
-  async function commit<R>(write: Promise<R | undefined>, change: (record: R) => Change): Promise<R | undefined> {
+  async function commit<R>(write: Promise<R | undefined>, change: (record: R) => Change): Promise<Committed<R> | undefined> {
     const record = await write
     if (record === undefined) return undefined
-    await bus.publish(change(record))
-    return record
+    const receipt = await bus.publish(change(record))
+    return { record, receipt }
   }
 
   // Only the state fields travel: a record also carries timestamps.

@@ -111,7 +111,7 @@ t.test('a node cut off while a user is invalidated catches up on that user and k
   const epoch = s.readerBus.health().epoch
 
   t.equal(await s.proxy.blackhole(':sub:'), 1, "the reader's subscriber connection goes silent")
-  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
+  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!.record
   t.equal(s.readerBus.trusted(), false, 'when the invalidation answers, the reader no longer trusts its cache')
   t.equal(s.states.caches.users.size, 3, 'and it kept its entries: it never heard of the change')
 
@@ -128,7 +128,7 @@ t.test('the mutant catch-up that skips the window it was away serves the revoked
   const s = await scenario(t, { mutant: skipsWindow, catchUpEveryMs: 60_000 })
   for (const user of s.users) await s.states.user(user.id)
   await s.proxy.blackhole(':sub:')
-  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
+  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!.record
   await waitFor('the reader to trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
   const served = await s.states.user(s.users[0]!.id)
   t.ok(served !== undefined && served.tokenVersion < invalidated.tokenVersion, `the mutant serves version ${served?.tokenVersion} after ${invalidated.tokenVersion} was acknowledged`)
@@ -148,7 +148,7 @@ t.test('after a subscription longer than the prune age and the row limit, a blip
   const epoch = s.readerBus.health().epoch
 
   await s.proxy.blackhole(':sub:')
-  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!
+  const invalidated = (await s.changes.invalidateTokens(s.company.id, s.users[0]!.id))!.record
   t.equal(s.readerBus.trusted(), false, 'when the invalidation answers, the reader no longer trusts its cache')
   await waitFor('the reader to reconnect, catch up and trust again', () => s.readerBus.trusted(), { timeoutMs: 10_000, everyMs: 5 })
   t.equal(s.readerBus.health().epoch, epoch, 'no flush: the same epoch')

@@ -136,6 +136,36 @@ t.test("a handler's promise holds the acknowledgement (and the writer's own publ
   await Promise.all([a.bus.close(), b.bus.close()])
 })
 
+t.test('the receipt: every node registered when the change went out, when each acknowledged, what each ended; null for one that did not', async (t) => {
+  const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
+  t.teardown(() => proxy.close())
+  const [a, b] = [node(), node()]
+  const c = node(`redis://127.0.0.1:${proxy.port}`)
+  await Promise.all([a.bus.start(), b.bus.start(), c.bus.start()])
+  // b ends two sessions of every change, 30 ms after it arrives; the writer a ends one.
+  b.bus.onChange(() => new Promise((resolve) => setTimeout(() => resolve({ sessionsEnded: 2 }), 30)))
+  a.bus.onChange(() => ({ sessionsEnded: 1 }))
+  const started = performance.now()
+  const receipt = await a.bus.publish(userChange('with-receipt'))
+  const took = performance.now() - started
+  t.equal(receipt.outcome, 'acknowledged')
+  t.match(receipt.changeId, new RegExp(`^${a.bus.nodeId}\\.\\d+$`))
+  t.same(receipt.nodes.map((n) => n.nodeId).sort(), [a.bus.nodeId, b.bus.nodeId, c.bus.nodeId].sort(), 'exactly the nodes registered')
+  const line = (bus: RedisBus) => receipt.nodes.find((n) => n.nodeId === bus.nodeId)!
+  t.equal(line(a.bus).sessionsEnded, 1, "the writer's own sessions")
+  t.equal(line(b.bus).sessionsEnded, 2, "b's, from its acknowledgement")
+  t.equal(line(c.bus).sessionsEnded, 0)
+  t.ok(line(b.bus).ackedAfterMs! >= 30 && line(b.bus).ackedAfterMs! <= took + 1, `b acknowledged after its handler (${line(b.bus).ackedAfterMs} ms of ${took.toFixed(0)} ms)`)
+
+  // c cut off: the writer waits out its lease, and the receipt says c did not acknowledge.
+  t.equal(await proxy.blackhole(':sub:'), 1)
+  const cutOff = await a.bus.publish(userChange('c-cut-off'))
+  t.equal(cutOff.outcome, 'lease_expired')
+  t.same(cutOff.nodes.find((n) => n.nodeId === c.bus.nodeId), { nodeId: c.bus.nodeId, ackedAfterMs: null, sessionsEnded: null })
+  t.equal(cutOff.nodes.find((n) => n.nodeId === b.bus.nodeId)?.sessionsEnded, 2, 'the others as before')
+  await Promise.all([a.bus.close(), b.bus.close(), c.bus.close()])
+})
+
 t.test('CLIENT KILL of the subscriber: new epoch, no trust until re-subscribed and leased', async (t) => {
   const [a, b] = [node(), node()]
   await Promise.all([a.bus.start(), b.bus.start()])

@@ -107,7 +107,7 @@ export function createTokenIssuer({ states, store, changes, keyring, jwt, maxLif
     if (agent !== undefined && user.agentId !== agent.id) {
       return changes.setUserAgent(user.id, agent.id).then((retied) => {
         if (retied === undefined) throw errors.customerUserInactive()
-        return retied
+        return retied.record
       })
     }
     return user

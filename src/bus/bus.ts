@@ -1,7 +1,28 @@
 import type { Change, RowChanged } from '../domain.js'
 
+/** What a node's handling of a change did, as its acknowledgement reports it (a receipt's line). */
+export interface Applied {
+  /** open sessions (SPEC §8.1) the change ended on this node */
+  sessionsEnded: number
+}
+
 /** What a node does with a change; a promise holds its acknowledgement until it settles. */
-export type ChangeHandler = (change: Change | RowChanged) => void | Promise<void>
+export type ChangeHandler = (change: Change | RowChanged) => Applied | void | Promise<Applied | void>
+
+/**
+ * SPEC §10.2: where a change has arrived, as the node that published it saw it. `nodes` is
+ * every node registered when the change went out (the publisher among them); `ackedAfterMs`
+ * is how long after the publish began (right after the commit) each acknowledgement came,
+ * null for a node that did not acknowledge in time (it stopped trusting its cache within a
+ * lease, and refuses the change's tokens from then on). `outcome`: every node acknowledged;
+ * the writer waited out the lease of one that did not (or of a subscriber it could not
+ * name); or the embedded store's single node.
+ */
+export interface Receipt {
+  changeId: string
+  outcome: 'acknowledged' | 'lease_expired' | 'embedded'
+  nodes: Array<{ nodeId: string; ackedAfterMs: number | null; sessionsEnded: number | null }>
+}
 
 /**
  * The durable record of committed changes in the store, read from a cursor (see
@@ -34,7 +55,8 @@ export interface BusHealth {
  */
 export interface InvalidationBus {
   start(): Promise<void>
-  publish(change: Change): Promise<void>
+  /** Resolves with where the change arrived (see the contract above); rejects when it cannot promise it. */
+  publish(change: Change): Promise<Receipt>
   /**
    * Called for every change, local and remote, in arrival order: a local one as the
    * committed `Change`, a remote one as a `RowChanged` (evict, never install). A handler

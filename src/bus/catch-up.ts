@@ -14,7 +14,7 @@ export interface CatchUpOptions {
   log: Logger
   metrics: Metrics
   warn: (what: string, fields: Record<string, unknown>) => void
-  deliver: (change: RowChanged) => void
+  deliver: (change: RowChanged) => unknown
   newEpoch: (reason: string) => void
   /** how often a caught-up subscription reads the log again (default CATCH_UP_EVERY_MS) */
   everyMs?: number | undefined
@@ -74,7 +74,11 @@ export function createCatchUp(options: CatchUpOptions): CatchUp {
     const first = cursor === undefined
     cursor = result.cursor
     if (result.complete) {
-      for (const change of result.changes) deliver(change)
+      for (const change of result.changes) {
+        // Nobody waits for these to be acknowledged; a failure has started a new epoch already (listeners.ts).
+        const applied = deliver(change)
+        if (applied instanceof Promise) applied.catch(() => {})
+      }
       delivered(undefined, result.changes.length)
       count({ outcome: 'complete' })
       if (result.changes.length) options.log.debug({ changes: result.changes.length }, 'applied changes from the change log')

@@ -18,8 +18,9 @@ export function claimedBus(bus: InvalidationBus, claim: Claim): InvalidationBus 
   return {
     start: () => bus.start(),
     async publish(change) {
-      await bus.publish(change)
+      const receipt = await bus.publish(change)
       if (!claim.held()) throw new StoreUnavailableError('the claim on the database is lost: the change cannot be confirmed on every node')
+      return receipt
     },
     onChange: (handler) => bus.onChange(handler),
     onEpochChange(handler) {

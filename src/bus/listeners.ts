@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Change, RowChanged } from '../domain.js'
 import type { BusMetrics } from './bus-metrics.js'
-import type { ChangeHandler } from './bus.js'
+import type { Applied, ChangeHandler } from './bus.js'
 
 export interface Listeners {
   onChange(handler: ChangeHandler): void
@@ -9,9 +9,10 @@ export interface Listeners {
   /**
    * Hands a change to every handler, in arrival order; one that throws (or whose promise
    * rejects) starts a new epoch. A promise when a handler returned one: it resolves once all
-   * have settled, and rejects if one failed (the change must not be acknowledged).
+   * have settled, and rejects if one failed (the change must not be acknowledged). What the
+   * handlers did (sessions ended) is summed for the acknowledgement.
    */
-  deliver(change: Change | RowChanged): void | Promise<void>
+  deliver(change: Change | RowChanged): Applied | Promise<Applied>
   /** Changes may have been missed: every cache must be flushed. */
   newEpoch(reason: string): void
   epoch(): number
@@ -23,8 +24,9 @@ export function createListeners(count: Pick<BusMetrics, 'epoch' | 'error'>, log:
   const epochHandlers: Array<() => void> = []
   let epoch = 0
 
-  function runAll<T>(handlers: Array<(value: T) => void | Promise<void>>, value: T, failed: () => void): void | Promise<void> {
-    let pending: Array<Promise<void>> | undefined
+  function runAll<T>(handlers: Array<(value: T) => Applied | void | Promise<Applied | void>>, value: T, failed: () => void): Applied | Promise<Applied> {
+    let pending: Array<Promise<Applied | void>> | undefined
+    let sessionsEnded = 0
     const fail = (error: unknown) => {
       count.error('handler')
       log.error({ err: error }, 'bus handler threw')
@@ -34,13 +36,14 @@ export function createListeners(count: Pick<BusMetrics, 'epoch' | 'error'>, log:
       try {
         const done = handler(value)
         if (done instanceof Promise) (pending ??= []).push(done)
+        else if (done) sessionsEnded += done.sessionsEnded
       } catch (error) {
         fail(error)
       }
     }
-    if (pending === undefined) return
+    if (pending === undefined) return { sessionsEnded }
     return Promise.all(pending).then(
-      () => undefined,
+      (results) => ({ sessionsEnded: results.reduce((sum, result) => sum + (result ? result.sessionsEnded : 0), sessionsEnded) }),
       (error) => {
         fail(error)
         throw error

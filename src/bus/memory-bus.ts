@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Change } from '../domain.js'
-import type { BusHealth, InvalidationBus } from './bus.js'
+import { performance } from 'node:perf_hooks'
+import type { BusHealth, InvalidationBus, Receipt } from './bus.js'
 import { createListeners } from './listeners.js'
 
 /**
@@ -10,12 +11,17 @@ import { createListeners } from './listeners.js'
  * rejects (the write answers 503: its change is committed, and applied once the epoch's
  * flush has run).
  */
-export function createMemoryBus(options: { logger?: Pick<Logger, 'error'> } = {}): InvalidationBus {
+export function createMemoryBus(options: { logger?: Pick<Logger, 'error'>; nodeId?: string } = {}): InvalidationBus {
   const listeners = createListeners(NO_COUNTS, options.logger ?? SILENT)
+  const nodeId = options.nodeId ?? 'embedded'
+  let published = 0
   return {
     async start() {},
-    async publish(change: Change) {
-      await listeners.deliver(change)
+    async publish(change: Change): Promise<Receipt> {
+      const startedAt = performance.now()
+      const { sessionsEnded } = await listeners.deliver(change)
+      const ackedAfterMs = Math.round(performance.now() - startedAt)
+      return { changeId: `${nodeId}.${++published}`, outcome: 'embedded', nodes: [{ nodeId, ackedAfterMs, sessionsEnded }] }
     },
     onChange: listeners.onChange,
     onEpochChange: listeners.onEpochChange,

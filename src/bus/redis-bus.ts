@@ -14,6 +14,7 @@ import { createSentinelWatch, type SentinelWatch, type SentinelWatchOptions } fr
 import { createInbox } from './messages/inbox.js'
 import { createMessageCodec, type BusKey } from './messages/messages.js'
 import { createPublisher, withTimeout } from './publishing/publisher.js'
+import { receiptOf } from './publishing/receipt.js'
 import { createRegistry } from './publishing/registry.js'
 import { createHeartbeat } from './subscription/heartbeat.js'
 import { Trust, writerWaitMs, youthMs } from './subscription/lease.js'
@@ -213,10 +214,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     async publish(change) {
       // The change is committed: our own caches may have it at once; what our handlers must
       // finish before the write answers runs beside the other nodes' acknowledgements.
+      const startedAt = now()
       const applied = deliver(change)
-      const published = publisher.publish(rowChanged(change))
-      if (applied instanceof Promise) await Promise.all([applied, published])
-      else await published
+      const here = applied instanceof Promise ? applied.then((result) => ({ result, afterMs: Math.round(now() - startedAt) })) : { result: applied, afterMs: 0 }
+      const [local, published] = await Promise.all([here, publisher.publish(rowChanged(change))])
+      return receiptOf(published, nodeId, local)
     },
     onChange: listeners.onChange,
     onEpochChange: listeners.onEpochChange,

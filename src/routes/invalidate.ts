@@ -34,9 +34,10 @@ export const invalidateRoute: FastifyPluginAsyncTypebox<InvalidateRouteOptions> 
       const key = await credentials.apiKey(request, keyId, keySecret)
       if (!isUuid(customerUserId)) throw errors.customerUserNotFound()
       // Resolves only once every node rejects the older tokens (SPEC §3.2 step 3).
-      const user = await changes.invalidateTokens(key.companyId, customerUserId, { kind: 'apiKey', keyId: key.keyId })
-      if (user === undefined) throw errors.customerUserNotFound()
-      return { message: 'All tokens invalidated successfully', customerUserId: user.id, newTokenVersion: user.tokenVersion }
+      const invalidated = await changes.invalidateTokens(key.companyId, customerUserId, { kind: 'apiKey', keyId: key.keyId })
+      if (invalidated === undefined) throw errors.customerUserNotFound()
+      const { record } = invalidated
+      return { message: 'All tokens invalidated successfully', customerUserId: record.id, newTokenVersion: record.tokenVersion }
     },
   )
 }

@@ -37,8 +37,8 @@ export interface Sessions {
   readonly size: number
   /** entries of each index and of the expiry heap: all 0 once every session ended (two jtis may share an entry: index.ts) */
   stats(): { open: number; users: number; companies: number; agents: number; jtis: number; expiries: number }
-  /** A committed change (change-pipeline.ts): the sessions it ends are aborted before the promise (if any) settles. */
-  onChange(change: AppliedChange): void | Promise<void>
+  /** A committed change (change-pipeline.ts): the sessions it ends are aborted before the promise (if any) settles; how many it ended. */
+  onChange(change: AppliedChange): number | Promise<number>
   /** A new epoch: every open session is read again. */
   onEpoch(): void
   /** the node closes: every open session is aborted with NODE_CLOSING */
@@ -94,13 +94,15 @@ export function createSessions(options: SessionsOptions): Sessions {
       return owner
     }
   }
-  function end(session: Session, why: EndReason | undefined): void {
-    if (!session.open) return
+  /** true when it was open */
+  function end(session: Session, why: EndReason | undefined): boolean {
+    if (!session.open) return false
     // leaving the expiry heap is what marks it ended
     expiry.remove(session)
     open--
     index.remove(session)
     if (why !== undefined) session.abort(why)
+    return true
   }
 
   /** Reads the rows the given sessions depend on (batched, by chunks), and ends those they fail. */
@@ -134,20 +136,22 @@ export function createSessions(options: SessionsOptions): Sessions {
     }
   }
 
-  /** One row changed: its sessions are checked against that row as the store has it now. */
-  async function recheckRow(kind: Exclude<IndexKind, 'token'>, id: string, sessions: Session[]): Promise<void> {
+  /** One row changed: its sessions are checked against that row as the store has it now; how many it ended. */
+  async function recheckRow(kind: Exclude<IndexKind, 'token'>, id: string, sessions: Session[]): Promise<number> {
     let rows: Rows
+    let ended = 0
     try {
       rows = await withinDeadline(readRow(kind, id), changeReadDeadlineMs)
     } catch (error) {
       onRecheckError(error)
-      for (const session of sessions) end(session, UNDECIDED)
-      return
+      for (const session of sessions) if (end(session, UNDECIDED)) ended++
+      return ended
     }
     for (const session of sessions) {
       const denial = session.open ? denialOf(session, rows) : undefined
-      if (denial !== undefined) end(session, reason(denial))
+      if (denial !== undefined && end(session, reason(denial))) ended++
     }
+    return ended
   }
 
   async function readRow(kind: Exclude<IndexKind, 'token'>, id: string): Promise<Rows> {
@@ -156,20 +160,21 @@ export function createSessions(options: SessionsOptions): Sessions {
     return { agent: (await store.getAgents([id]))[0] ?? null }
   }
 
-  /** A committed change (change-pipeline.ts, its second step): the sessions it ends are aborted before the promise settles. */
-  function onChange(change: AppliedChange): void | Promise<void> {
+  /** A committed change (change-pipeline.ts, its second step): the sessions it ends are aborted before the promise settles; how many. */
+  function onChange(change: AppliedChange): number | Promise<number> {
     const kind = kindOf(change)
     const { id } = change
     recentKinds[changesSeen % RECENT_CHANGES] = kind
     recentIds[changesSeen % RECENT_CHANGES] = id
     changesSeen++
-    if (kind === undefined) return
+    if (kind === undefined) return 0
     const sessions = index.of(kind, id)
-    if (sessions === undefined) return
+    if (sessions === undefined) return 0
     // a revoked jti is revoked for good: nothing to read
     if (kind === 'token') {
-      for (const session of sessions) end(session, reason(denials.revoked))
-      return
+      let ended = 0
+      for (const session of sessions) if (end(session, reason(denials.revoked))) ended++
+      return ended
     }
     return recheckRow(kind, id, sessions)
   }

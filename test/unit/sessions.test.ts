@@ -74,7 +74,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
 t.test('a change with no session of its row costs nothing: no read, no promise', async (t) => {
   const w = world()
   const session = await w.opened(w.token().value)
-  for (const kind of ['user', 'agent', 'company', 'token', 'apiKey'] as const) t.equal(w.deliver({ kind, id: randomUUID(), revision: 2 }), undefined, kind)
+  for (const kind of ['user', 'agent', 'company', 'token', 'apiKey'] as const) t.equal(w.deliver({ kind, id: randomUUID(), revision: 2 }), 0, kind)
   t.same(w.reads, [])
   t.notOk(session.signal.aborted)
 })
@@ -105,7 +105,7 @@ t.test('a revoked jti aborts its session without a read', async (t) => {
   const w = world()
   const { value, jti } = w.token()
   const session = await w.opened(value)
-  t.equal(w.deliver({ kind: 'token', jti, exp: 1 }), undefined)
+  t.equal(w.deliver({ kind: 'token', jti, exp: 1 }), 1, 'no read, no promise: the one session, ended at once')
   t.same(session.signal.reason, { code: 'TOKEN_REVOKED', message: 'Token has been revoked' })
   t.same(w.reads, [])
 })
@@ -193,7 +193,7 @@ t.test('one token open twice, one user on many tokens: each change finds every s
   const [a, b, c] = [await w.opened(value), await w.opened(value), await w.opened(value)]
   b.close()
   t.same(w.sessions.stats(), { open: 2, users: 1, companies: 1, agents: 1, jtis: 1, expiries: 2 })
-  t.equal(w.deliver({ kind: 'token', id: jti, revision: 1 }), undefined)
+  t.equal(w.deliver({ kind: 'token', id: jti, revision: 1 }), 2, 'the two open ones ended')
   t.ok(a.signal.aborted && c.signal.aborted && !b.signal.aborted, 'both open ones aborted, the closed one not')
   t.same(w.sessions.stats(), { open: 0, users: 0, companies: 0, agents: 0, jtis: 0, expiries: 0 })
   t.same(w.users.get(userId)?.id, userId)
@@ -237,7 +237,7 @@ t.test('a jti kept as four integers: each revocation finds its own session, also
     'each jti read back as it came',
   )
   const aborted = () => sessions.map((s) => s.signal.aborted)
-  t.equal(w.deliver({ kind: 'token', id: 'deadbeef-0000-4000-8000-00000000000f', revision: 1 }), undefined, 'a jti that shares the key but is none of them ends nothing')
+  t.equal(w.deliver({ kind: 'token', id: 'deadbeef-0000-4000-8000-00000000000f', revision: 1 }), 0, 'a jti that shares the key but is none of them ends nothing')
   t.same(aborted(), [false, false, false, false])
   w.deliver({ kind: 'token', id: jtis[0]!, revision: 1 })
   t.same(aborted(), [true, false, false, false], 'the first alone')

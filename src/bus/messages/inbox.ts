@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { RowChanged } from '../../domain.js'
+import type { Applied } from '../bus.js'
 import type { BusMetrics } from '../bus-metrics.js'
 import type { AckMessage, MessageCodec, Rejection } from './messages.js'
 
@@ -16,7 +17,7 @@ export interface InboxOptions {
   count: BusMetrics
   warn(what: string, fields: Record<string, unknown>): void
   /** a promise holds the acknowledgement until it settles; none is sent if it rejects */
-  apply(row: RowChanged): void | Promise<void>
+  apply(row: RowChanged): Applied | Promise<Applied>
   flush(reason: string): void
   sendAck(writer: string, payload: string): Promise<unknown>
   acked(ack: AckMessage): void
@@ -49,15 +50,15 @@ export function createInbox(options: InboxOptions): Inbox {
       seen.set(id, true)
       count.message('change')
       if (from === nodeId) return // applied before it was published
-      const ack = () =>
-        void options.sendAck(from, codec.ack({ id, node: nodeId })).catch((error: Error) => {
+      const ack = ({ sessionsEnded }: Applied) =>
+        void options.sendAck(from, codec.ack({ id, node: nodeId, ended: sessionsEnded })).catch((error: Error) => {
           count.error('ack_publish')
           options.warn('acknowledgement not published (the writer waits out our lease)', { err: error.message })
         })
       const applied = options.apply(row)
       // A change not applied is not acknowledged: its writer waits out our lease.
       if (applied instanceof Promise) applied.then(ack, () => undefined)
-      else ack()
+      else ack(applied)
     },
     ack(payload) {
       const read = codec.readAck(payload)

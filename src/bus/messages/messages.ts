@@ -9,7 +9,8 @@ import type { RowChanged } from '../../domain.js'
  *
  * - change `{v, t: "c", id, from, kind, row, rev, mac}`: "row (kind, row) changed at
  *   revision rev" — no state, so the worst a message can do is evict a cached row.
- * - ack `{v, t: "a", id, node, mac}`: "node applied message id".
+ * - ack `{v, t: "a", id, node, ended, mac}`: "node applied message id, and it ended `ended`
+ *   open sessions" (a receipt's line, SPEC §10.2; nodes before receipts sent no `ended`).
  *
  * `mac` holds one HMAC-SHA-256 per bus key of the sender, tagged with that key's public
  * tag; a receiver accepts a message when one tag it knows carries a correct MAC. Each MAC
@@ -36,6 +37,8 @@ export interface AckMessage {
   /** the id of the change message acknowledged */
   id: string
   node: string
+  /** open sessions the change ended on that node (undefined: a node that does not say) */
+  ended?: number | undefined
 }
 
 export interface MessageCodec {
@@ -90,7 +93,10 @@ const ChangeWire = Type.Object(
   },
   { additionalProperties: false },
 )
-const AckWire = Type.Object({ v: Type.Literal(1), t: Type.Literal('a'), id: Id, node: Id, mac: Macs }, { additionalProperties: false })
+const AckWire = Type.Object(
+  { v: Type.Literal(1), t: Type.Literal('a'), id: Id, node: Id, ended: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })), mac: Macs },
+  { additionalProperties: false },
+)
 const changeWire = TypeCompiler.Compile(ChangeWire)
 const ackWire = TypeCompiler.Compile(AckWire)
 
@@ -115,11 +121,12 @@ export function createMessageCodec(prefix: string, keys: readonly BusKey[]): Mes
     return known ? 'bad_mac' : 'unknown_key'
   }
   const changeFields = (m: ChangeMessage) => ['c', m.id, m.from, m.row.kind, m.row.id, m.row.revision]
-  const ackFields = (m: AckMessage) => ['a', m.id, m.node]
+  // `ended` is covered when present: a node may not claim sessions another ended.
+  const ackFields = (m: AckMessage) => (m.ended === undefined ? ['a', m.id, m.node] : ['a', m.id, m.node, m.ended])
 
   return {
     change: (m) => JSON.stringify({ v: 1, t: 'c', id: m.id, from: m.from, kind: m.row.kind, row: m.row.id, rev: m.row.revision, mac: macs(changeFields(m)) } satisfies Static<typeof ChangeWire>),
-    ack: (m) => JSON.stringify({ v: 1, t: 'a', id: m.id, node: m.node, mac: macs(ackFields(m)) } satisfies Static<typeof AckWire>),
+    ack: (m) => JSON.stringify({ v: 1, t: 'a', id: m.id, node: m.node, ...(m.ended === undefined ? {} : { ended: m.ended }), mac: macs(ackFields(m)) } satisfies Static<typeof AckWire>),
     readChange(payload) {
       const wire = parse(payload, changeWire)
       if (wire === undefined) return { ok: false, reason: 'malformed' }
@@ -130,7 +137,7 @@ export function createMessageCodec(prefix: string, keys: readonly BusKey[]): Mes
     readAck(payload) {
       const wire = parse(payload, ackWire)
       if (wire === undefined) return { ok: false, reason: 'malformed' }
-      const message: AckMessage = { id: wire.id, node: wire.node }
+      const message: AckMessage = { id: wire.id, node: wire.node, ended: wire.ended }
       const rejection = check(ackFields(message), wire.mac)
       return rejection ? { ok: false, reason: rejection } : { ok: true, message }
     },

@@ -35,8 +35,19 @@ export interface PublisherOptions {
   onOutcome(outcome: PublishOutcome, latencyMs: number, missing: string[]): void
 }
 
+/** What the publisher saw of one change: its id, the nodes registered when it went out, and each acknowledgement. */
+export interface Published {
+  changeId: string
+  outcome: PublishOutcome
+  /** every node registered when the message went out, the publisher among them */
+  nodes: string[]
+  /** per node that acknowledged: ms after the publish began, and the sessions it ended */
+  acks: Map<string, { afterMs: number; ended: number | undefined }>
+}
+
 export interface Publisher {
-  publish(row: RowChanged): Promise<void>
+  /** Resolves once the change is acknowledged everywhere or waited out (see above); rejects when it could not be confirmed. */
+  publish(row: RowChanged): Promise<Published>
   /** Resolves once every publish in flight has settled. */
   drain(): Promise<void>
   /** An authenticated ack arrived on our ack channel. */
@@ -45,7 +56,8 @@ export interface Publisher {
 }
 
 interface Pending {
-  readonly acked: Set<string>
+  readonly startedAt: number
+  readonly acked: Map<string, { afterMs: number; ended: number | undefined }>
   onAck: (() => void) | undefined
 }
 
@@ -94,11 +106,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
     return options.confirmPrimary(reply.address, repliedAt, Math.max(options.writerWaitMs, startedAt + options.publishTimeoutMs - now()))
   }
 
-  async function publish(row: RowChanged): Promise<void> {
+  async function publish(row: RowChanged): Promise<Published> {
     const startedAt = now()
     const id = `${nodeId}.${++counter}`
     const payload = codec.change({ id, from: nodeId, row })
-    const entry: Pending = { acked: new Set(), onAck: undefined }
+    const entry: Pending = { startedAt, acked: new Map(), onAck: undefined }
     pending.set(id, entry)
     try {
       let reply: PublishReply
@@ -110,14 +122,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
       }
       const repliedAt = now()
       const waitFor = reply.nodes.filter((node) => node !== nodeId)
-      await traced(acknowledgementWait, () => ({ nodes: waitFor.length }), (trace) => settle(entry, reply, waitFor, repliedAt, startedAt, trace))
+      const outcome = await traced(acknowledgementWait, () => ({ nodes: waitFor.length }), (trace) => settle(entry, reply, waitFor, repliedAt, startedAt, trace))
+      return { changeId: id, outcome, nodes: reply.nodes, acks: new Map(entry.acked) }
     } finally {
       pending.delete(id)
     }
   }
 
   /** Waits for the acknowledgements of `waitFor` (and whatever else must be waited out), then reports the outcome. */
-  async function settle(entry: Pending, reply: PublishReply, waitFor: string[], repliedAt: number, startedAt: number, trace: AcknowledgementWait | undefined): Promise<void> {
+  async function settle(entry: Pending, reply: PublishReply, waitFor: string[], repliedAt: number, startedAt: number, trace: AcknowledgementWait | undefined): Promise<PublishOutcome> {
     // Every receiver must be accounted for: a subscriber Redis counted that is not in
     // the registry (its entry removed by someone, or not made yet) is waited out.
     const unknownReceivers = reply.receivers > waitFor.length + 1
@@ -137,6 +150,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const missing = allAcked ? [] : waitFor.filter((n) => !entry.acked.has(n))
     options.onOutcome(outcome, now() - startedAt, missing)
     if (trace) Object.assign(trace, { outcome, missing: missing.length })
+    return outcome
   }
 
   return {
@@ -152,8 +166,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     },
     acked(ack) {
       const entry = pending.get(ack.id)
-      if (!entry) return
-      entry.acked.add(ack.node)
+      if (!entry || entry.acked.has(ack.node)) return
+      entry.acked.set(ack.node, { afterMs: Math.round(now() - entry.startedAt), ended: ack.ended })
       entry.onAck?.()
     },
     close() {

@@ -36,9 +36,9 @@ export const agentRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fast
     async (request) => {
       const { agentId } = request.params
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      const agent = isUuid(agentId) ? await changes.updateAgent(agentId, request.body) : undefined
-      if (agent === undefined) throw errors.notFound('Agent')
-      return agentBody(agent)
+      const updated = isUuid(agentId) ? await changes.updateAgent(agentId, request.body) : undefined
+      if (updated === undefined) throw errors.notFound('Agent')
+      return agentBody(updated.record)
     },
   )
 }

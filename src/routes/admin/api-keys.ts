@@ -62,7 +62,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fas
       // Refused on every node before this answers (SPEC §4).
       const revoked = looksLikeKeyId(request.params.keyId) ? await changes.revokeApiKey(request.params.keyId) : undefined
       if (revoked === undefined) throw errors.notFound('API key')
-      return { keyId: revoked.keyId, revokedAt: revoked.revokedAt!.toISOString() }
+      return { keyId: revoked.record.keyId, revokedAt: revoked.record.revokedAt!.toISOString() }
     },
   )
 }

@@ -32,9 +32,9 @@ export const customerUserRoutes: FastifyPluginAsyncTypebox<AdminServices> = asyn
     async (request) => {
       const { customerUserId } = request.params
       // Deactivation takes effect on every node before this answers (SPEC §4).
-      const user = isUuid(customerUserId) ? await changes.setUserActive(customerUserId, request.body.active) : undefined
-      if (user === undefined) throw errors.notFound('Customer user')
-      return customerUserBody(user)
+      const updated = isUuid(customerUserId) ? await changes.setUserActive(customerUserId, request.body.active) : undefined
+      if (updated === undefined) throw errors.notFound('Customer user')
+      return customerUserBody(updated.record)
     },
   )
 }

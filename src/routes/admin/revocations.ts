@@ -20,7 +20,7 @@ export const revocationRoutes: FastifyPluginAsyncTypebox<AdminServices> = async 
       const companyId = canonicalUuid(request.params.companyId)
       const revoked = companyId === undefined ? undefined : await changes.revokeCompanyTokens(companyId)
       if (revoked === undefined) throw errors.notFound('Company')
-      return { companyId: revoked.id, revokedAt: revoked.tokensRevokedAt.toISOString() }
+      return { companyId: revoked.record.id, revokedAt: revoked.record.tokensRevokedAt.toISOString() }
     },
   )
 
@@ -31,7 +31,7 @@ export const revocationRoutes: FastifyPluginAsyncTypebox<AdminServices> = async 
       const agentId = canonicalUuid(request.params.agentId)
       const revoked = agentId === undefined ? undefined : await changes.revokeAgentTokens(agentId)
       if (revoked === undefined) throw errors.notFound('Agent')
-      return { agentId: revoked.id, revokedAt: revoked.tokensRevokedAt!.toISOString() }
+      return { agentId: revoked.record.id, revokedAt: revoked.record.tokensRevokedAt!.toISOString() }
     },
   )
 }
