@@ -19,6 +19,8 @@ import { openClock } from './assembly/clock.js'
 import { openSessions } from './assembly/sessions.js'
 import { openEventStreams, type EventStreams } from './assembly/event-hub.js'
 import { openChangePipeline, type ChangeSteps } from './change-pipeline.js'
+import { openNodes, type Nodes } from './assembly/nodes.js'
+import type { AppliedChange } from './domain.js'
 import { openWebhooks } from './assembly/webhooks.js'
 import type { WebhookWorker } from './webhooks/worker.js'
 import type { Destinations } from './webhooks/destinations.js'
@@ -53,6 +55,8 @@ export interface Gateway extends Services {
   adminTokenMatches(presented: string): boolean
   /** the sessions opened on this node (SPEC §8.1): `chatAuthPlugin`'s `openChatSession` */
   readonly sessions: Sessions
+  /** SPEC §10.2: the live nodes (their statuses), and their open sessions of a company or agent */
+  readonly nodes: Nodes
   /** the node's event streams (SPEC §8.2): `GET /rest/v1/auth/events` */
   readonly eventStreams: EventStreams
   /** sends the company's events to their webhooks (SPEC §9.3), in the background */
@@ -99,8 +103,11 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
     const sessions = openSessions(onClose, config, { store, bus, verifyToken: services.verifyToken, metrics, logger })
     const eventStreams = openEventStreams(onClose, config, { store, logger, wrap: options.parts?.eventHub })
     const { worker: webhooks, destinations: webhookDestinations } = openWebhooks(onClose, config, { store, metrics, logger })
-    // Every part is open: from here on each committed change takes its one path through them.
-    const steps: ChangeSteps = { caches: states, sessions, streams: eventStreams.hub, webhooks }
+    const nodes = openNodes(onClose, { bus, store, states, sessions, hub: eventStreams.hub, clock, warmedUp })
+    // Every part is open: from here on each committed change takes its one path through them
+    // (the node's status notes when it applied the last one).
+    const caches = { apply: (change: AppliedChange) => (states.apply(change), nodes.changeApplied()), flush: () => states.flush() }
+    const steps: ChangeSteps = { caches, sessions, streams: eventStreams.hub, webhooks }
     openChangePipeline(bus, options.parts?.changeSteps ? options.parts.changeSteps(steps) : steps)
     const housekeeping = createHousekeeping({ store, logger, revocationGraceSeconds: revocationGraceSeconds(config), eventRetentionDays: config.eventRetentionDays })
     onClose(() => housekeeping.stop())
@@ -115,6 +122,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       metrics,
       housekeeping,
       sessions,
+      nodes,
       eventStreams,
       webhooks,
       webhookDestinations,

@@ -38,12 +38,42 @@ export interface ChangeLog {
   since(cursor: string | undefined): Promise<{ complete: boolean; cursor: string; changes: RowChanged[] }>
 }
 
+/** A question every node answers: how many open sessions (SPEC §8.1) of a company or an agent it holds. */
+export interface Question {
+  scope: 'company' | 'agent'
+  key: string
+}
+
+/** What a live node wrote of itself (undefined: nothing yet, or nothing readable). */
+export interface NodeStatusRecord {
+  nodeId: string
+  status: Record<string, unknown> | undefined
+}
+
+/**
+ * SPEC §10.2 across nodes (bus/publishing/board.ts): what the live nodes say of themselves,
+ * and their answers to a question asked of them all. A bus of one node has none.
+ */
+export interface NodeBoard {
+  /** this node's status, written for the others to read */
+  publish(status: Record<string, unknown>): void
+  statuses(): Promise<NodeStatusRecord[]>
+  /** how this node answers a question */
+  onQuestion(handler: (question: Question) => number): void
+  /** the sum of the live nodes' answers, and how many of them answered */
+  ask(question: Question): Promise<{ total: number; nodes: number; answered: number }>
+}
+
 export interface BusHealth {
   /** the channel is up (for /readyz) */
   ready: boolean
   /** caches may be served from right now */
   trusted: boolean
   epoch: number
+  /** when the change log was last read whole (ms since the epoch; undefined: never, or a bus with no log) */
+  changeLogReadAt?: number | undefined
+  /** host:port of the Redis server the node follows, and whether its subscription is live (undefined: no Redis) */
+  redis?: { follows: string | undefined; subscribed: boolean } | undefined
 }
 
 /**
@@ -54,6 +84,8 @@ export interface BusHealth {
  * accepts what the change made invalid. A bus that cannot promise that must reject.
  */
 export interface InvalidationBus {
+  /** this node's name on the bus (in receipts and the node listing) */
+  readonly nodeId: string
   start(): Promise<void>
   /** Resolves with where the change arrived (see the contract above); rejects when it cannot promise it. */
   publish(change: Change): Promise<Receipt>
@@ -72,5 +104,7 @@ export interface InvalidationBus {
   /** Cheap enough for every request. */
   trusted(): boolean
   health(): BusHealth
+  /** the other nodes (over Redis); undefined on a bus of one node */
+  readonly board?: NodeBoard | undefined
   close(): Promise<void>
 }

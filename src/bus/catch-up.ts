@@ -27,6 +27,8 @@ export interface CatchUp {
   lost(reason: string): void
   /** the current subscription has caught up (trust needs it) */
   caughtUp(): boolean
+  /** when a read of the log last came back whole (Date.now()), undefined before one did */
+  readAt(): number | undefined
   close(): void
 }
 
@@ -58,6 +60,7 @@ export function createCatchUp(options: CatchUpOptions): CatchUp {
   let cursor: string | undefined
   let subscription = 0
   let caughtUp = false
+  let readAt: number | undefined
   let closed = false
   let timer: NodeJS.Timeout | undefined
 
@@ -74,6 +77,7 @@ export function createCatchUp(options: CatchUpOptions): CatchUp {
     const first = cursor === undefined
     cursor = result.cursor
     if (result.complete) {
+      readAt = Date.now()
       for (const change of result.changes) {
         // Nobody waits for these to be acknowledged; a failure has started a new epoch already (listeners.ts).
         const applied = deliver(change)
@@ -140,6 +144,7 @@ export function createCatchUp(options: CatchUpOptions): CatchUp {
       if (!changeLog) newEpoch(reason)
     },
     caughtUp: () => caughtUp,
+    readAt: () => readAt,
     close() {
       closed = true
       clearTimeout(timer)

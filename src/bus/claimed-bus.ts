@@ -16,6 +16,7 @@ export interface Claim {
  */
 export function claimedBus(bus: InvalidationBus, claim: Claim): InvalidationBus {
   return {
+    nodeId: bus.nodeId,
     start: () => bus.start(),
     async publish(change) {
       const receipt = await bus.publish(change)
@@ -28,6 +29,7 @@ export function claimedBus(bus: InvalidationBus, claim: Claim): InvalidationBus 
       claim.onRegained(handler)
     },
     trusted: () => claim.held() && bus.trusted(),
+    board: bus.board,
     health(): BusHealth {
       const health = bus.health()
       return { ...health, trusted: health.trusted && claim.held() }

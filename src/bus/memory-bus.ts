@@ -16,6 +16,7 @@ export function createMemoryBus(options: { logger?: Pick<Logger, 'error'>; nodeI
   const nodeId = options.nodeId ?? 'embedded'
   let published = 0
   return {
+    nodeId,
     async start() {},
     async publish(change: Change): Promise<Receipt> {
       const startedAt = performance.now()

@@ -15,6 +15,7 @@ import { createInbox } from './messages/inbox.js'
 import { createMessageCodec, type BusKey } from './messages/messages.js'
 import { createPublisher, withTimeout } from './publishing/publisher.js'
 import { receiptOf } from './publishing/receipt.js'
+import { createBoard, isAnswer } from './publishing/board.js'
 import { createRegistry } from './publishing/registry.js'
 import { createHeartbeat } from './subscription/heartbeat.js'
 import { Trust, writerWaitMs, youthMs } from './subscription/lease.js'
@@ -70,6 +71,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const changesChannel = `${prefix}:changes`
   const ackChannelOf = (node: string) => `${prefix}:ack:${node}`
   const ackChannel = ackChannelOf(nodeId)
+  const questionChannel = `${prefix}:questions`
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
   const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
   const warn = throttledLog(log, now)
@@ -136,7 +138,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     acked: (ack) => publisher.acked(ack),
   })
   const catchUp = createCatchUp({ changeLog: options.changeLog, log, metrics: options.metrics, warn, deliver, newEpoch, everyMs: options.catchUpEveryMs })
-  const subscriber = createSubscriber({ connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel], connectTimeoutMs }, now)
+  const board = createBoard({ registry, codec, nodeId, ackChannelOf, waitMs: Math.max(1000, leaseMs * 2), warn })
+  const subscriber = createSubscriber({ connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel, questionChannel], connectTimeoutMs }, now)
   const primary = createPrimaryVouching({ watch, subscriber, registry })
   const heartbeat = createHeartbeat({ leaseMs, connectTimeoutMs, now, trust, subscriber, registry, primary })
 
@@ -178,7 +181,9 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       },
       message(channel, payload) {
         if (channel === changesChannel) inbox.change(payload)
-        else if (channel === ackChannel) inbox.ack(payload)
+        // an answer to one of our questions shares the ack channel: routed by its type, authenticated by the board
+        else if (channel === ackChannel) isAnswer(payload) ? board.answered(payload) : inbox.ack(payload)
+        else if (channel === questionChannel) board.questioned(payload)
       },
       pong: () => trust.pongReceived(),
       lost(reason, error) {
@@ -223,7 +228,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     onChange: listeners.onChange,
     onEpochChange: listeners.onEpochChange,
     trusted,
-    health: (): BusHealth => ({ ready: trusted(), trusted: trusted(), epoch: listeners.epoch() }),
+    health: (): BusHealth => ({ ready: trusted(), trusted: trusted(), epoch: listeners.epoch(), changeLogReadAt: catchUp.readAt(), redis: { follows: registry.address(), subscribed: trust.isSubscribed() } }),
+    board,
     async close() {
       if (closed) return
       // Stop trusting before leaving the registry: writers stop waiting for us from then on.

@@ -72,6 +72,10 @@ export function changeLogStore(db: Db) {
       return { complete: !first.pruned && changes.length <= limit, cursor: first.cursor, changes }
     },
 
+    /** How many changes committed after `at` (ms since the epoch), by the store's clock: how far behind a node that last read the log then is. */
+    changesAfter: async (at: number): Promise<number> =>
+      count(db, `SELECT count(*) AS n FROM change_log WHERE created_at > to_timestamp($1::double precision / 1000)`, [at]),
+
     /** Deletes change_log rows older than `maxAgeMs`, remembering the highest transaction id deleted. */
     pruneChangeLog: (maxAgeMs: number): Promise<number> =>
       count(

@@ -9,6 +9,9 @@ import type { RowChanged } from '../../domain.js'
  *
  * - change `{v, t: "c", id, from, kind, row, rev, mac}`: "row (kind, row) changed at
  *   revision rev" — no state, so the worst a message can do is evict a cached row.
+ * - question `{v, t: "q", id, from, scope, key, mac}` (its own channel): "how many open
+ *   sessions of this company (agent) do you hold?"; answer `{v, t: "r", id, node, count, mac}`
+ *   on the asker's ack channel (SPEC §10.2's preview).
  * - ack `{v, t: "a", id, node, ended, mac}`: "node applied message id, and it ended `ended`
  *   open sessions" (a receipt's line, SPEC §10.2; nodes before receipts sent no `ended`).
  *
@@ -41,11 +44,30 @@ export interface AckMessage {
   ended?: number | undefined
 }
 
+/** A question asked of every node (SPEC §10.2's preview): how many open sessions of this company or agent. */
+export interface QuestionMessage {
+  id: string
+  from: string
+  scope: 'company' | 'agent'
+  key: string
+}
+
+/** One node's answer to a question, sent on the asker's ack channel. */
+export interface AnswerMessage {
+  id: string
+  node: string
+  count: number
+}
+
 export interface MessageCodec {
   change(message: ChangeMessage): string
   ack(message: AckMessage): string
+  question(message: QuestionMessage): string
+  answer(message: AnswerMessage): string
   readChange(payload: string): ReadResult<ChangeMessage>
   readAck(payload: string): ReadResult<AckMessage>
+  readQuestion(payload: string): ReadResult<QuestionMessage>
+  readAnswer(payload: string): ReadResult<AnswerMessage>
 }
 
 /** A payload longer than this is not ours (ours are ~200 bytes per key). */
@@ -97,8 +119,18 @@ const AckWire = Type.Object(
   { v: Type.Literal(1), t: Type.Literal('a'), id: Id, node: Id, ended: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })), mac: Macs },
   { additionalProperties: false },
 )
+const QuestionWire = Type.Object(
+  { v: Type.Literal(1), t: Type.Literal('q'), id: Id, from: Id, scope: Type.Union([Type.Literal('company'), Type.Literal('agent')]), key: Id, mac: Macs },
+  { additionalProperties: false },
+)
+const AnswerWire = Type.Object(
+  { v: Type.Literal(1), t: Type.Literal('r'), id: Id, node: Id, count: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), mac: Macs },
+  { additionalProperties: false },
+)
 const changeWire = TypeCompiler.Compile(ChangeWire)
 const ackWire = TypeCompiler.Compile(AckWire)
+const questionWire = TypeCompiler.Compile(QuestionWire)
+const answerWire = TypeCompiler.Compile(AnswerWire)
 
 export function createMessageCodec(prefix: string, keys: readonly BusKey[]): MessageCodec {
   if (keys.length === 0) throw new Error('the invalidation bus needs at least one key')
@@ -122,11 +154,29 @@ export function createMessageCodec(prefix: string, keys: readonly BusKey[]): Mes
   }
   const changeFields = (m: ChangeMessage) => ['c', m.id, m.from, m.row.kind, m.row.id, m.row.revision]
   // `ended` is covered when present: a node may not claim sessions another ended.
+  const questionFields = (m: QuestionMessage) => ['q', m.id, m.from, m.scope, m.key]
+  const answerFields = (m: AnswerMessage) => ['r', m.id, m.node, m.count]
   const ackFields = (m: AckMessage) => (m.ended === undefined ? ['a', m.id, m.node] : ['a', m.id, m.node, m.ended])
 
   return {
     change: (m) => JSON.stringify({ v: 1, t: 'c', id: m.id, from: m.from, kind: m.row.kind, row: m.row.id, rev: m.row.revision, mac: macs(changeFields(m)) } satisfies Static<typeof ChangeWire>),
     ack: (m) => JSON.stringify({ v: 1, t: 'a', id: m.id, node: m.node, ...(m.ended === undefined ? {} : { ended: m.ended }), mac: macs(ackFields(m)) } satisfies Static<typeof AckWire>),
+    question: (m) => JSON.stringify({ v: 1, t: 'q', id: m.id, from: m.from, scope: m.scope, key: m.key, mac: macs(questionFields(m)) } satisfies Static<typeof QuestionWire>),
+    answer: (m) => JSON.stringify({ v: 1, t: 'r', id: m.id, node: m.node, count: m.count, mac: macs(answerFields(m)) } satisfies Static<typeof AnswerWire>),
+    readQuestion(payload) {
+      const wire = parse(payload, questionWire)
+      if (wire === undefined) return { ok: false, reason: 'malformed' }
+      const message: QuestionMessage = { id: wire.id, from: wire.from, scope: wire.scope, key: wire.key }
+      const rejection = check(questionFields(message), wire.mac)
+      return rejection ? { ok: false, reason: rejection } : { ok: true, message }
+    },
+    readAnswer(payload) {
+      const wire = parse(payload, answerWire)
+      if (wire === undefined) return { ok: false, reason: 'malformed' }
+      const message: AnswerMessage = { id: wire.id, node: wire.node, count: wire.count }
+      const rejection = check(answerFields(message), wire.mac)
+      return rejection ? { ok: false, reason: rejection } : { ok: true, message }
+    },
     readChange(payload) {
       const wire = parse(payload, changeWire)
       if (wire === undefined) return { ok: false, reason: 'malformed' }

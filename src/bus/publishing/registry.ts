@@ -51,6 +51,12 @@ export interface Registry {
   publish(payload: string): Promise<PublishReply>
   /** Publishes on another node's ack channel; rejects when the connection is not ready. */
   publishAck(channel: string, payload: string): Promise<unknown>
+  /** Publishes a question to every node; the nodes registered when it went out. */
+  publishQuestion(payload: string): Promise<string[]>
+  /** Writes our status beside the registry (board.ts). */
+  writeStatus(status: string): Promise<void>
+  /** The live nodes of the registry, with the status each wrote (undefined: none yet). */
+  statuses(): Promise<Array<{ nodeId: string; status: string | undefined }>>
   /** host:port of the server the command connection is on now */
   address(): string | undefined
   /** Drops the command connection and makes a new one (Sentinel: to the primary named now). */
@@ -84,11 +90,27 @@ local receivers = redis.call('PUBLISH', KEYS[2], ARGV[1])
 local nodes = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')
 return {receivers, age, nodes}`
 const DEREGISTER_LUA = `return redis.call('ZREM', KEYS[1], ARGV[1])`
+/** KEYS: registry, statuses. → {live node ids, their statuses (false: none)}; the statuses of nodes no longer live are dropped. */
+const STATUSES_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')
+local live = {}
+local statuses = {}
+for i, id in ipairs(ids) do
+  live[id] = true
+  statuses[i] = redis.call('HGET', KEYS[2], id)
+end
+for _, id in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if not live[id] then redis.call('HDEL', KEYS[2], id) end
+end
+return {ids, statuses}`
 
 type ScriptedRedis = Redis & {
   chatAuthRegister(registry: string, unused: string, bornPrefix: string, nodeId: string, ttlMs: string): Promise<[string, number]>
   chatAuthPublish(registry: string, channel: string, bornPrefix: string, payload: string): Promise<[number, number, string[]]>
   chatAuthDeregister(registry: string, nodeId: string): Promise<number>
+  chatAuthStatuses(registry: string, statuses: string): Promise<[string[], Array<string | null>]>
 }
 
 export function createRegistry(options: RegistryOptions): Registry {
@@ -105,8 +127,11 @@ export function createRegistry(options: RegistryOptions): Registry {
   redis.defineCommand('chatAuthRegister', { numberOfKeys: 3, lua: REGISTER_LUA })
   redis.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
   redis.defineCommand('chatAuthDeregister', { numberOfKeys: 1, lua: DEREGISTER_LUA })
+  redis.defineCommand('chatAuthStatuses', { numberOfKeys: 2, lua: STATUSES_LUA })
   const registryKey = `${prefix}:nodes`
   const channel = `${prefix}:changes`
+  const questionChannel = `${prefix}:questions`
+  const statusKey = `${prefix}:status`
   const bornPrefix = `${prefix}:born:`
   let renewing = false
   let closed = false
@@ -139,6 +164,17 @@ export function createRegistry(options: RegistryOptions): Registry {
       return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String), address: connectedAddress(redis) }
     },
     publishAck: (ackChannel, payload) => redis.publish(ackChannel, payload),
+    async publishQuestion(payload) {
+      const [, , nodes] = await redis.chatAuthPublish(registryKey, questionChannel, bornPrefix, payload)
+      return nodes.map(String)
+    },
+    async writeStatus(status) {
+      await redis.hset(statusKey, nodeId, status)
+    },
+    async statuses() {
+      const [ids, statuses] = await redis.chatAuthStatuses(registryKey, statusKey)
+      return ids.map((id, i) => ({ nodeId: String(id), status: statuses[i] ?? undefined }))
+    },
     address: () => (redis.status === 'ready' ? connectedAddress(redis) : undefined),
     reconnect() {
       if (!closed && redis.status === 'ready') redis.disconnect(true)
