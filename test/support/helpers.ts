@@ -75,7 +75,9 @@ export interface TestApp {
 export async function startApp(t: Teardown, env: Record<string, string> = {}, options: Partial<Omit<GatewayOptions, 'logger'>> = {}): Promise<TestApp> {
   // a store of its own, unless the test names one
   const own = env.DATABASE_URL || env.DATA_DIR || options.db ? undefined : await freshDb(t)
-  const config = loadConfig({ ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ...own?.env, ...env })
+  // A variable given as '' drops this helper's default for it (JWT_SECRET: '' → no secret: keys come from elsewhere, or are generated).
+  const merged = { ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ...own?.env, ...env }
+  const config = loadConfig(Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== '')))
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))
   const { app, gateway } = await buildApp(config, { ...options, ...(own ? { db: own.db } : {}), logger })
