@@ -17,8 +17,8 @@ import { missing } from './setup/tools.js'
 const root = fileURLToPath(new URL('../', import.meta.url))
 const script = join(root, 'dist/bench/run.js')
 
-// two runs of a few minutes on a busy machine: tap's timeout bounds them, none of our own is worth asserting
-t.setTimeout(900_000)
+// two runs of 1–3 min each on a quiet machine, several times that on a busy one: tap's timeout bounds them, none of our own is worth asserting
+t.setTimeout(1_200_000)
 
 interface Section {
   scenario: string
@@ -38,7 +38,7 @@ interface Report {
 /** The kit as `npm run bench -- ARGS` runs it (tap's process tracker stays out of its processes: test/support/untracked-children.mjs). */
 function bench(args: string[], dir: string): { status: number | null; stdout: string; stderr: string; report: Report | undefined } {
   const json = join(dir, `report-${Math.random().toString(36).slice(2)}.json`)
-  const run = spawnSync(process.execPath, [script, ...args, '--json', json], { cwd: root, encoding: 'utf8', timeout: 450_000 })
+  const run = spawnSync(process.execPath, [script, ...args, '--json', json], { cwd: root, encoding: 'utf8', timeout: 540_000 })
   return { ...run, report: existsSync(json) ? (JSON.parse(readFileSync(json, 'utf8')) as Report) : undefined }
 }
 
