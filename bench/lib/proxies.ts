@@ -3,7 +3,7 @@ import { readmeCaddyfile, readmeNginxServer, startCaddy, startNginx, type Proxy 
 import { stableStart, type Dataset } from './data.js'
 import { fmtMs, type LoadResult, type RequestSpec, type Slot, type Workload } from './load.js'
 import { DIST, freePort, startProcess, type Proc } from './procs.js'
-import { errorKindsText, median, summarizeRuns } from './report.js'
+import { errorKindsText, int, median, statusesText, summarizeRuns, type Check, type Section } from './report.js'
 
 /**
  * The `proxy` scenario: the README's nginx and Caddy recipes, run by the real programs in
@@ -36,7 +36,7 @@ export function proxiesMissing(): string | undefined {
     ['nginx', 'nginx-light'],
     ['caddy', 'caddy'],
   ].filter(([tool]) => locate(tool as 'nginx' | 'caddy') === undefined)
-  return absent.length ? `proxy scenario skipped: not installed: ${absent.map(([tool, pkg]) => `${tool} (Debian package ${pkg})`).join(', ')}` : undefined
+  return absent.length ? `not installed: ${absent.map(([tool, pkg]) => `${tool} (Debian package ${pkg})`).join(', ')}` : undefined
 }
 
 // Paths of the plain proxying, beside the recipe's /chat/ in the same process.
@@ -131,16 +131,8 @@ export function proxiedChat(ds: Dataset, path: ProxyPath): Workload {
 }
 
 /** The proxy section of the report: its table (medians over rounds) and its targets. */
-export function proxyTable(results: Record<string, LoadResult[]>, markdown: boolean, skipped?: string): string {
+export function proxySection(results: Record<string, LoadResult[]>): Section {
   const s = (key: string) => summarizeRuns(results[key])
-  const out: string[] = []
-  out.push(markdown ? '### behind a reverse proxy (the README recipes)' : '\nbehind a reverse proxy (the README recipes)')
-  out.push('')
-  if (skipped) {
-    out.push(`${markdown ? '- ' : '  '}note: ${skipped}`)
-    return out.join('\n')
-  }
-  const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : Math.round(n).toLocaleString('en-US'))
   const rows: Array<[string, string, string | undefined]> = [
     ['proxy:backend', 'backend alone (node:http)', undefined],
     ['proxy:nginx', 'nginx → backend', undefined],
@@ -148,22 +140,13 @@ export function proxyTable(results: Record<string, LoadResult[]>, markdown: bool
     ['proxy:caddy', 'Caddy → backend', undefined],
     ['proxy:caddy-auth', 'Caddy forward_auth → gateway, backend', 'proxy:caddy'],
   ]
-  const headers = ['path', 'req/s', '× same proxy alone', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'wrong']
   const body = rows.flatMap(([key, name, base]) => {
     const x = s(key)
     if (!x) return []
     const b = base ? s(base) : undefined
-    const non2xx = Object.entries(x.non2xx).map(([k, v]) => `${k}:${v.toLocaleString('en-US')}`).join(' ') || '0'
-    return [[name, int(x.rps), b ? (x.rps / b.rps).toFixed(2) + '×' : '-', fmtMs(x.p50), fmtMs(x.p99), int(x.errors), non2xx, int(x.wrong)]]
+    return [[name, int(x.rps), b ? (x.rps / b.rps).toFixed(2) + '×' : '-', fmtMs(x.p50), fmtMs(x.p99), int(x.errors), statusesText(x.non2xx), int(x.wrong)]]
   })
-  if (markdown) {
-    out.push(`| ${headers.join(' | ')} |`, `|${headers.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...body.map((r) => `| ${r.join(' | ')} |`))
-  } else {
-    const widths = headers.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)))
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')
-    out.push(line(headers), widths.map((w) => '─'.repeat(w)).join('  '), ...body.map(line))
-  }
-  out.push('')
+  const checks: Check[] = []
   for (const [auth, alone, name] of [
     ['proxy:nginx-auth', 'proxy:nginx', 'nginx auth_request'],
     ['proxy:caddy-auth', 'proxy:caddy', 'Caddy forward_auth'],
@@ -173,11 +156,18 @@ export function proxyTable(results: Record<string, LoadResult[]>, markdown: bool
     if (!a || !b) continue
     const ratio = a.rps / b.rps
     const perRound = median((results[auth] ?? []).map((r, i) => r.rps / (results[alone]?.[i]?.rps ?? NaN)))
-    const ok = ratio >= 0.5 && a.wrong === 0 && a.errors === 0
-    out.push(
-      `${markdown ? '- ' : '  '}${ok ? 'PASS' : 'MISS'}  ${name} ≥ 0.5 × ${name.split(' ')[0]} alone, 0 wrong: ${ratio.toFixed(2)}× (median of per-round ratios ${perRound.toFixed(2)}×), ` +
+    checks.push({
+      text:
+        `${name} ≥ 0.5 × ${name.split(' ')[0]} alone, 0 wrong: ${ratio.toFixed(2)}× (median of per-round ratios ${perRound.toFixed(2)}×), ` +
         `${int(a.wrong)} wrong of ${int(a.requests)} (1 in 20 a revoked or broken token, 1 in 10 a forged identity header), ${int(a.non2xx['503'] ?? 0)} refused with 503, ${int(a.errors)} errors${errorKindsText(a.errorKinds)}`,
-    )
+      ok: ratio >= 0.5 && a.wrong === 0 && a.errors === 0,
+    })
   }
-  return out.join('\n')
+  return {
+    scenario: 'proxy',
+    title: 'behind a reverse proxy (the README recipes)',
+    tables: [{ headers: ['path', 'req/s', '× same proxy alone', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'wrong'], rows: body }],
+    checks,
+    data: Object.fromEntries(rows.map(([key]) => [key, results[key]])),
+  }
 }

@@ -1,9 +1,7 @@
 /**
- * The bus's acknowledgement latency with three nodes, for one or more builds side by side
- * in the same run (interleaved, in alternating order, so that both see the same machine):
- *
- *   npm run build && node dist/bench/bus-ack.js                         # this build
- *   node dist/bench/bus-ack.js --cli /path/to/other/dist/src/cli.js ... # and another one
+ * bus-ack: the bus's acknowledgement latency with three nodes, for one or more builds side
+ * by side in the same run (interleaved, in alternating order, so that both see the same
+ * machine): `--cli OTHER/dist/src/cli.js` (repeatable) adds another build.
  *
  * Each round and build: its own redis-server on a free port, a scratch PostgreSQL database,
  * three `chat-auth serve` nodes on them, a company and one user, then `--invalidations`
@@ -18,22 +16,14 @@
  * client-side latency of the invalidate call.
  */
 import { performance } from 'node:perf_hooks'
-import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
-import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
-import { createScratchDatabase } from '../test/support/databases.js'
-import { startRedis } from '../test/support/services.js'
-import { sleep } from '../test/support/poll.js'
+import { createScratchDatabase } from '../../test/support/databases.js'
+import { sleep } from '../../test/support/poll.js'
+import { startRedis } from '../../test/support/services.js'
+import { common, list, number } from '../lib/args.js'
+import { DIST, freePort, startProcess, type Proc } from '../lib/procs.js'
+import { defineScenario } from '../lib/scenario.js'
 
-const { values } = parseArgs({
-  options: {
-    cli: { type: 'string', multiple: true },
-    rounds: { type: 'string', default: '3' },
-    invalidations: { type: 'string', default: '300' },
-    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
-  },
-})
-const clis = values.cli?.length ? values.cli : [DIST + 'src/cli.js']
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef'
 const JWT_SECRET = 'bench-jwt-secret-that-is-at-least-32-bytes-long!!'
 const PREFIX = 'chat-auth'
@@ -82,14 +72,18 @@ async function json(base: string, method: string, path: string, body?: unknown, 
   return text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text
 }
 
-async function measure(cli: string, invalidations: number): Promise<{ ackMean: number; ackP50: number; ackP99: number; httpP50: number; httpP99: number }> {
+async function measure(cli: string, invalidations: number, pgUrl: string, watch: (proc: Proc) => void): Promise<{ ackMean: number; ackP50: number; ackP99: number; httpP50: number; httpP99: number }> {
   const redis = await startRedis()
-  const database = await createScratchDatabase(values['pg-url']!, 'bench_bus')
+  const database = await createScratchDatabase(pgUrl, 'bench_bus')
   const nodes: Proc[] = []
   let observer: Awaited<ReturnType<typeof watchAcks>> | undefined
   try {
     const env = { DATABASE_URL: database.url, REDIS_URL: redis.url, ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'warn', SEED_DEMO: 'false', CACHE_LEASE_MS: '500' }
-    const start = async (i: number) => startProcess({ name: `node-${i}`, script: cli, args: ['serve'], env, port: await freePort(), readyPath: '/readyz' })
+    const start = async (i: number) => {
+      const node = await startProcess({ name: `node-${i}`, script: cli, args: ['serve'], env, port: await freePort(), readyPath: '/readyz' })
+      watch(node)
+      return node
+    }
     nodes.push(await start(0))
     nodes.push(...(await Promise.all([start(1), start(2)])))
     const [a] = nodes.map((n) => n.url) as [string]
@@ -118,18 +112,41 @@ async function measure(cli: string, invalidations: number): Promise<{ ackMean: n
   }
 }
 
-const results = new Map<string, Array<Awaited<ReturnType<typeof measure>>>>(clis.map((cli) => [cli, []]))
-for (let round = 1; round <= Number(values.rounds); round++) {
-  // every other round in reverse order, so that no build always runs first
-  for (const cli of round % 2 ? clis : [...clis].reverse()) {
-    const result = await measure(cli, Number(values.invalidations))
-    results.get(cli)!.push(result)
-    const f = (ms: number) => ms.toFixed(2).padStart(7)
-    console.log(`round ${round}  ack mean ${f(result.ackMean)} ms, p50 ${f(result.ackP50)} ms, p99 ${f(result.ackP99)} ms  | invalidate over HTTP p50 ${f(result.httpP50)} ms  p99 ${f(result.httpP99)} ms  ${cli}`)
-  }
-}
-console.log('\nmedian over rounds (three nodes, ack = change on Redis → last acknowledgement, seen by an observer):')
-for (const [cli, list] of results) {
-  const m = (pick: (r: (typeof list)[number]) => number) => median(list.map(pick)).toFixed(2)
-  console.log(`  ack mean ${m((r) => r.ackMean)} ms, p50 ${m((r) => r.ackP50)} ms, p99 ${m((r) => r.ackP99)} ms; invalidate p50 ${m((r) => r.httpP50)} ms, p99 ${m((r) => r.httpP99)} ms  ${cli}`)
-}
+type Measured = Awaited<ReturnType<typeof measure>>
+
+export default defineScenario({
+  name: 'bus-ack',
+  description: "the bus's acknowledgement latency with three nodes (change on Redis → last ack, seen from outside); several builds side by side",
+  options: {
+    cli: list("another build's dist/src/cli.js (repeatable; default: this build alone)"),
+    rounds: common.rounds(3),
+    invalidations: number('invalidations per round and build, one at a time, in turn on each node', { default: 300, smoke: 10 }),
+    pgUrl: common.pgUrl(),
+  },
+  smoke: true,
+  async run(ctx) {
+    const clis = ctx.opts.cli.length ? ctx.opts.cli : [DIST + 'src/cli.js']
+    const results = new Map<string, Measured[]>(clis.map((cli) => [cli, []]))
+    const f = (ms: number) => ms.toFixed(2)
+    const rows: string[][] = []
+    for (let round = 1; round <= ctx.opts.rounds; round++) {
+      // every other round in reverse order, so that no build always runs first
+      for (const cli of round % 2 ? clis : [...clis].reverse()) {
+        const result = await measure(cli, ctx.opts.invalidations, ctx.opts.pgUrl, ctx.watch)
+        results.get(cli)!.push(result)
+        rows.push([`round ${round}`, cli, f(result.ackMean), f(result.ackP50), f(result.ackP99), f(result.httpP50), f(result.httpP99)])
+        ctx.log(`round ${round}  ack mean ${f(result.ackMean)} ms, p50 ${f(result.ackP50)} ms, p99 ${f(result.ackP99)} ms  | invalidate over HTTP p50 ${f(result.httpP50)} ms  p99 ${f(result.httpP99)} ms  ${cli}`)
+      }
+    }
+    for (const [cli, runs] of results) {
+      const m = (pick: (r: Measured) => number) => median(runs.map(pick)).toFixed(2)
+      rows.push(['median over rounds', cli, m((r) => r.ackMean), m((r) => r.ackP50), m((r) => r.ackP99), m((r) => r.httpP50), m((r) => r.httpP99)])
+    }
+    return {
+      scenario: 'bus-ack',
+      title: `bus-ack: three nodes, ack = change on Redis → last acknowledgement, seen by an observer; ${ctx.opts.invalidations} invalidations per round`,
+      tables: [{ headers: ['', 'build', 'ack mean ms', 'ack p50 ms', 'ack p99 ms', 'invalidate p50 ms', 'invalidate p99 ms'], rows }],
+      data: Object.fromEntries(results),
+    }
+  },
+})

@@ -1,14 +1,13 @@
 /**
- * What the metrics cost one verification: the two counter bumps every verify request makes
+ * metrics-cost: what the metrics cost one verification: the two counter bumps every verify request makes
  * (its outcome code, and its route/method/status in app.ts's onResponse hook), through
  * src/metrics.ts (prom-client), against the hand-written Map counter it replaced (the
  * baseline, kept here only as that). The process metrics (event-loop monitor, GC observer)
  * run off this synchronous path: their cost shows in `npm run bench`'s verify-hot ratio.
- *
- *   node dist/bench/metrics-cost.js [--bumps 5000000] [--rounds 5]
  */
-import { parseArgs } from 'node:util'
-import { Metrics } from '../src/metrics.js'
+import { Metrics } from '../../src/metrics.js'
+import { common, number } from '../lib/args.js'
+import { defineScenario } from '../lib/scenario.js'
 
 type Labels = Record<string, string | number>
 
@@ -36,10 +35,6 @@ function perBump(bumpOutcome: (labels: { code: string }) => void, bumpRequest: (
   return Number(process.hrtime.bigint() - started) / bumps
 }
 
-const { values } = parseArgs({ options: { bumps: { type: 'string', default: '5000000' }, rounds: { type: 'string', default: '5' } } })
-const bumps = Number(values.bumps)
-const rounds = Number(values.rounds)
-
 const candidates = {
   'Map counter (before)': () => [mapCounter(), mapCounter()] as const,
   'src/metrics.ts on prom-client (after)': () => {
@@ -48,16 +43,32 @@ const candidates = {
   },
 }
 
-const results = new Map<string, number[]>()
-for (let round = 0; round < rounds; round++) {
-  // Interleaved, so a noisy neighbour on the machine hits every candidate alike.
-  for (const [name, make] of Object.entries(candidates)) {
-    const [outcome, request] = make()
-    perBump(outcome, request, bumps / 10) // warm-up
-    results.set(name, [...(results.get(name) ?? []), perBump(outcome, request, bumps)])
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const base = median(results.get('Map counter (before)')!)
-console.log(`ns per verification (two counter bumps), median of ${rounds} rounds of ${bumps.toLocaleString()}:`)
-for (const [name, ns] of results) console.log(`  ${name.padEnd(40)} ${median(ns).toFixed(1).padStart(7)} ns  (${(median(ns) / base).toFixed(2)}× before)`)
+export default defineScenario({
+  name: 'metrics-cost',
+  description: 'the two counter bumps of a verification: src/metrics.ts (prom-client) vs the Map counter it replaced, in process',
+  options: {
+    bumps: number('verifications (two bumps each) per round and candidate', { default: 5_000_000, smoke: 50_000 }),
+    rounds: common.rounds(5),
+  },
+  smoke: true,
+  async run(ctx) {
+    const { bumps, rounds } = ctx.opts
+    const results = new Map<string, number[]>()
+    for (let round = 0; round < rounds; round++) {
+      // Interleaved, so a noisy neighbour on the machine hits every candidate alike.
+      for (const [name, make] of Object.entries(candidates)) {
+        const [outcome, request] = make()
+        perBump(outcome, request, bumps / 10) // warm-up
+        results.set(name, [...(results.get(name) ?? []), perBump(outcome, request, bumps)])
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+    const base = median(results.get('Map counter (before)')!)
+    return {
+      scenario: 'metrics-cost',
+      title: `metrics-cost: ns per verification (two counter bumps), median of ${rounds} rounds of ${bumps.toLocaleString()}`,
+      tables: [{ headers: ['counter', 'ns', '× before'], rows: [...results].map(([name, ns]) => [name, median(ns).toFixed(1), (median(ns) / base).toFixed(2) + '×']) }],
+      data: Object.fromEntries(results),
+    }
+  },
+})

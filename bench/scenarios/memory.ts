@@ -1,26 +1,26 @@
 /**
- * Heap per cached user: fills the node's user cache (src/cache/states.ts) with N users as
- * a verification would (key = the token's `sub`, value = the row as the store returns it,
- * compacted by states.ts), forcing GC around it. Then the memory held for M revocations
- * as the bus delivers them (src/cache/revoked-tokens.ts): a fixed-size filter, so the same
- * for any M.
+ * memory: heap per cached user, in this process (started with --expose-gc): fills the node's
+ * user cache (src/cache/states.ts) with N users as a verification would (key = the token's
+ * `sub`, value = the row as the store returns it, compacted by states.ts), forcing GC around
+ * it. Then the memory held for M revocations as the bus delivers them
+ * (src/cache/revoked-tokens.ts): a fixed-size filter, so the same for any M; and the JWT
+ * verifier's own cache, full.
  *
  * With `--external-id ascii255|cjk255` every user's external id is 255 characters (the
  * longest the API takes), and `--user-ids` also fills the (company, external id) → user id
  * index as token issuance does. The cache's own estimate (src/cache/sizes.ts) is printed
  * next to the heap it is calibrated against.
- *
- *   node --expose-gc dist/bench/memory.js [--users 1000000] [--revoked 1000000] [--external-id short|ascii255|cjk255] [--user-ids] [--json]
  */
-import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { createStates } from '../src/cache/states.js'
-import { userIdBytes } from '../src/cache/sizes.js'
-import { createRevokedTokens } from '../src/cache/revoked-tokens.js'
-import { createMemoryBus } from '../src/bus/memory-bus.js'
-import type { Store, UserRecord } from '../src/store/store.js'
-import { createKeyring } from '../src/jwt/keyring.js'
-import { VARIABLES } from '../src/config/variables.js'
+import { createStates } from '../../src/cache/states.js'
+import { userIdBytes } from '../../src/cache/sizes.js'
+import { createRevokedTokens } from '../../src/cache/revoked-tokens.js'
+import { createMemoryBus } from '../../src/bus/memory-bus.js'
+import type { Store, UserRecord } from '../../src/store/store.js'
+import { createKeyring } from '../../src/jwt/keyring.js'
+import { VARIABLES } from '../../src/config/variables.js'
+import { choice, flag, number } from '../lib/args.js'
+import { defineScenario } from '../lib/scenario.js'
 
 /** CACHE_MAX_BYTES's default: what a node holds unless told otherwise */
 const DEFAULT_MAX_BYTES = Number(VARIABLES.CACHE_MAX_BYTES.default)
@@ -75,9 +75,8 @@ function userIdBytesOf(kind: ExternalIds, companyId: string, prefix: string): nu
   return userIdBytes(companyId + '\u0000' + externalIdOf(kind, 0), prefix + '000000000000')
 }
 
-const gc = (globalThis as { gc?: () => void }).gc
-
 function collect(): void {
+  const gc = (globalThis as { gc?: () => void }).gc
   if (!gc) throw new Error('run with node --expose-gc')
   for (let i = 0; i < 3; i++) gc()
 }
@@ -196,33 +195,47 @@ export async function measureRevokedTokens(revoked: number, filterBytes = 16 * 2
   return { revoked, mb: delta / 2 ** 20, bytesPerJti: delta / revoked, fillSeconds }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
-    options: {
-      users: { type: 'string', default: '1000000' },
-      revoked: { type: 'string', default: '1000000' },
-      'cache-size': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      'shared-id': { type: 'boolean', default: false },
-      'external-id': { type: 'string', default: 'short' },
-      'user-ids': { type: 'boolean', default: false },
-      'max-bytes': { type: 'string', default: String(DEFAULT_MAX_BYTES) },
-    },
-  })
-  const users = Number(values.users)
-  const externalIds = values['external-id'] as ExternalIds
-  if (!['short', 'ascii255', 'cjk255'].includes(externalIds)) throw new Error('--external-id: short, ascii255 or cjk255')
-  const result = await measureStatesMemory(users, values['cache-size'] ? Number(values['cache-size']) : users, values['shared-id'], externalIds, values['user-ids'], Number(values['max-bytes']))
-  result.verifierCache = measureVerifierCache(Math.min(users, 100_000))
-  result.revokedTokens = await measureRevokedTokens(Number(values.revoked))
-  if (values.json) console.log(JSON.stringify(result))
-  else
-    console.log(
-      `${result.cached.toLocaleString('en-US')} of ${result.users.toLocaleString('en-US')} users cached (${result.externalIds} external ids, CACHE_MAX_BYTES ${result.maxBytes}): ${result.heapBytesPerUser.toFixed(0)} B heap/user ` +
-        `(entries alone ${result.entryBytesPerUser.toFixed(0)} B, estimated ${result.estimatedBytesPerUser.toFixed(0)} B, empty caches ${result.emptyCachesMb.toFixed(1)} MB), ` +
-        (result.userIds ? `external-id index ${result.userIds.entries.toLocaleString('en-US')} entries, ${result.userIds.heapBytesPerEntry.toFixed(0)} B heap/entry (estimated ${result.userIds.estimatedBytesPerEntry.toFixed(0)} B), ` : '') +
-        `heap ${result.heapUsedMb.toFixed(0)} MB, RSS ${result.rssMb.toFixed(0)} MB, filled in ${result.fillSeconds.toFixed(1)} s; ` +
-        `JWT verifier cache with ${result.verifierCache!.tokens.toLocaleString('en-US')} tokens: ${result.verifierCache!.mb.toFixed(0)} MB (${result.verifierCache!.bytesPerToken.toFixed(0)} B/token); ` +
-        `${result.revokedTokens.revoked.toLocaleString('en-US')} revoked jtis: ${result.revokedTokens.mb.toFixed(1)} MB (the filter and the confirmed jtis, whatever the count; added in ${result.revokedTokens.fillSeconds.toFixed(2)} s)`,
-    )
-}
+const EXTERNAL_IDS = ['short', 'ascii255', 'cjk255'] as const
+
+export default defineScenario({
+  name: 'memory',
+  description: 'heap per cached user (≤ 200 B), per revoked jti and of the verifier cache, in process (with --expose-gc)',
+  options: {
+    memoryUsers: number('users cached', { default: 1_000_000, smoke: 5000 }),
+    memoryRevoked: number('revoked jtis added to the filter', { default: 1_000_000, smoke: 5000 }),
+    memoryCacheSize: number("the users cache's entries (default: --memory-users)"),
+    maxBytes: number('CACHE_MAX_BYTES', { default: DEFAULT_MAX_BYTES }),
+    externalId: choice("every user's external id: user-<12 hex>, or 255 ASCII or CJK characters", EXTERNAL_IDS, 'short'),
+    userIds: flag('also fill the (company, external id) → user id index, as token issuance does'),
+    sharedId: flag("simulate keeping the lookup key as the cached user's id (RESULTS.md)"),
+  },
+  smoke: true,
+  exposeGc: true,
+  async run(ctx) {
+    const { memoryUsers: users, memoryRevoked, externalId, userIds, sharedId, maxBytes } = ctx.opts
+    ctx.log(`measuring heap per cached user (${users.toLocaleString('en-US')} users in src/cache/states.ts)`)
+    const m = await measureStatesMemory(users, ctx.opts.memoryCacheSize ?? users, sharedId, externalId, userIds, maxBytes)
+    m.verifierCache = measureVerifierCache(Math.min(users, 100_000))
+    m.revokedTokens = await measureRevokedTokens(memoryRevoked)
+    const v = m.verifierCache
+    const r = m.revokedTokens
+    return {
+      scenario: 'memory',
+      title: `memory: ${m.cached.toLocaleString('en-US')} of ${m.users.toLocaleString('en-US')} users cached, in process`,
+      about: [`${m.externalIds} external ids, CACHE_MAX_BYTES ${m.maxBytes}${sharedId ? ', --shared-id' : ''}`],
+      lines: [
+        `heap ${m.heapUsedMb.toFixed(0)} MB, RSS ${m.rssMb.toFixed(0)} MB, filled in ${m.fillSeconds.toFixed(1)} s; the cache's own estimate ${m.estimatedBytesPerUser.toFixed(0)} B per user (src/cache/sizes.ts)`,
+        ...(m.userIds ? [`external-id index: ${m.userIds.entries.toLocaleString('en-US')} entries, ${m.userIds.heapBytesPerEntry.toFixed(0)} B heap per entry (estimated ${m.userIds.estimatedBytesPerEntry.toFixed(0)} B)`] : []),
+        `JWT verifier cache with ${v.tokens.toLocaleString('en-US')} tokens: ${v.mb.toFixed(0)} MB (${v.bytesPerToken.toFixed(0)} B/token)`,
+        `${r.revoked.toLocaleString('en-US')} revoked jtis: ${r.mb.toFixed(1)} MB (the filter and the confirmed jtis, whatever the count; added in ${r.fillSeconds.toFixed(2)} s)`,
+      ],
+      checks: [
+        {
+          text: `heap per cached user ≤ 200 B: ${m.heapBytesPerUser.toFixed(0)} B (${m.cached.toLocaleString('en-US')} users in src/cache/states.ts; entries alone ${m.entryBytesPerUser.toFixed(0)} B, empty caches ${m.emptyCachesMb.toFixed(1)} MB)`,
+          ok: m.heapBytesPerUser <= 200,
+        },
+      ],
+      data: m,
+    }
+  },
+})

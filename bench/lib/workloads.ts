@@ -1,3 +1,8 @@
+/**
+ * The requests of the kit's loads (bench/lib/load.ts): verifications over the hot set, the
+ * cold set, revoked tokens; token requests; invalidations; and `mixed`, with its model of
+ * every user's version that judges each answer.
+ */
 import { randomBytes } from 'node:crypto'
 import { stableStart, tokenVersionOf, type Dataset } from './data.js'
 import type { RequestSpec, Slot, Workload } from './load.js'
@@ -5,9 +10,6 @@ import type { RequestSpec, Slot, Workload } from './load.js'
 const VERIFY = '/rest/v1/auth/verify'
 const TOKEN = '/rest/v1/auth/token'
 const INVALIDATE = '/rest/v1/auth/invalidate-token'
-
-export const SCENARIOS = ['verify-hot', 'verify-cold', 'issue-existing', 'issue-new', 'invalidate', 'mixed', 'proxy'] as const
-export type ScenarioName = (typeof SCENARIOS)[number]
 
 function bearer(token: string): Record<string, string> {
   return { authorization: 'Bearer ' + token }
@@ -354,4 +356,11 @@ export function saveMixed(ds: Dataset, workload: ReturnType<typeof mixed>): void
   ds.mixed.current = state.current
   ds.mixed.stale = state.stale
   ds.mixed.uncertain = state.uncertain
+}
+
+/** The counts of several runs of `mixed`, added up. */
+export function sumMixedStats(list: MixedStats[]): MixedStats {
+  const total: MixedStats = { verifies: 0, staleSent: 0, ambiguous: 0, staleAccepted: 0, currentRefused: 0, staleIssued: 0, lostIncrement: 0, unexpectedStatus: 0 }
+  for (const s of list) for (const k of Object.keys(total) as Array<keyof MixedStats>) total[k] += s[k]
+  return total
 }

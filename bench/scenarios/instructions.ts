@@ -1,5 +1,5 @@
 /**
- * CPU instructions per verify-hot request, counted by valgrind's callgrind: a count that
+ * instructions: CPU instructions per request, counted by valgrind's callgrind: a count that
  * does not move with the machine's load, unlike req/s on shared cores. Bare Fastify
  * (bench/baselines/server.ts bare) and a node (bench/node-host.ts, on a scratch PostgreSQL
  * database) each run under callgrind with instrumentation off; after a warm-up the kit
@@ -10,7 +10,8 @@
  * throughput ratio the CPU alone allows (the kernel's share of the socket work, the same
  * for both, is not counted).
  *
- *   node dist/bench/instructions.js [--scenario verify-hot|verify-revoked|issue-existing|invalidate|mixed|mixed-no-invalidations] [--requests 10000] [--warm-up 40000] [--hot 1000] [--connections 4] [--only bare|node] [--cache-sim] [--functions N] [--keep-dumps DIR]
+ * `--kind` picks the requests (verify-hot by default; mixed and mixed-no-invalidations keep
+ * one model of every user's version over every load, so that its own check counts wrong answers).
  *
  * `--cache-sim` also counts, per request, the data reads and writes that miss callgrind's
  * simulated last-level cache (`--cache-sim=yes`): what a larger working set costs when the
@@ -31,51 +32,43 @@ import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import { performance } from 'node:perf_hooks'
-import type { Dataset } from './lib/data.js'
-import { runLoad, type Workload } from './lib/load.js'
-import { DIST, freePort } from './lib/procs.js'
-import * as S from './lib/scenarios.js'
-import { scratchDataset } from './lib/scratch.js'
-import { instructionsByFunction } from './lib/callgrind-functions.js'
-import { latestDump, type DumpTotals } from './lib/callgrind-dumps.js'
-import { spawnProcess, waitUntilServing, type ChildHandle } from '../test/support/processes.js'
+import { spawnProcess, waitUntilServing, type ChildHandle } from '../../test/support/processes.js'
+import { choice, common, flag, number, string } from '../lib/args.js'
+import { latestDump, type DumpTotals } from '../lib/callgrind-dumps.js'
+import { instructionsByFunction } from '../lib/callgrind-functions.js'
+import type { Dataset } from '../lib/data.js'
+import { runLoad, type Workload } from '../lib/load.js'
+import { DIST, freePort } from '../lib/procs.js'
+import { defineScenario } from '../lib/scenario.js'
+import { scratchDataset } from '../lib/scratch.js'
+import * as S from '../lib/workloads.js'
 
-const { values: args } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '10000' },
-    'warm-up': { type: 'string' },
-    hot: { type: 'string', default: '1000' },
-    connections: { type: 'string', default: '4' },
-    only: { type: 'string' },
-    scenario: { type: 'string', default: 'verify-hot' },
-    'pg-url': { type: 'string', default: 'postgres://root@127.0.0.1:5432/postgres' },
-    'keep-dumps': { type: 'string' },
-    'cache-sim': { type: 'boolean', default: false },
-    functions: { type: 'string' },
-  },
-})
-const cacheSim = args['cache-sim']!
-const requests = Number(args.requests)
-const hot = Number(args.hot)
-const connections = Number(args.connections)
-const functions = args.functions === undefined ? 0 : Number(args.functions)
-if (!Number.isInteger(functions) || functions < 0) throw new Error('--functions: a number of functions to list')
 /**
- * Each scenario and the one status all its answers must have; `mixed` (95/4/1 of the kit,
- * one model over every load, so that its own check counts wrong answers) answers 200 or 401.
+ * Each kind of request and the one status all its answers must have; `mixed` (95/4/1 of the
+ * kit, one model over every load, so that its own check counts wrong answers) answers 200 or 401.
  */
-const SCENARIOS: Record<string, { workload: (ds: Dataset) => Workload; status: string | undefined }> = {
+const KINDS = {
   'verify-hot': { workload: S.verifyHot, status: '200' },
   'verify-revoked': { workload: S.verifyRevoked, status: '401' },
   'issue-existing': { workload: S.issueExisting, status: '200' },
   invalidate: { workload: S.invalidate, status: '200' },
-  mixed: { workload: S.mixed, status: undefined },
-  'mixed-no-invalidations': { workload: (ds) => S.mixed(ds, { invalidateShare: 0 }), status: undefined },
+  mixed: { workload: (ds: Dataset) => S.mixed(ds), status: undefined },
+  'mixed-no-invalidations': { workload: (ds: Dataset) => S.mixed(ds, { invalidateShare: 0 }), status: undefined },
+} satisfies Record<string, { workload: (ds: Dataset) => Workload; status: string | undefined }>
+type Kind = keyof typeof KINDS
+
+/** What one count is asked to do. */
+interface Job {
+  kind: Kind
+  dumps: string
+  keepDumps: boolean
+  cacheSim: boolean
+  functions: number
+  connections: number
+  warmUp: number
+  requests: number
 }
-const scenario = args.scenario!
-if (!(scenario in SCENARIOS)) throw new Error(`--scenario: one of ${Object.keys(SCENARIOS).join(', ')}`)
 
 interface Counted {
   target: string
@@ -90,7 +83,8 @@ interface Counted {
   byFunction?: Map<string, number>
 }
 
-async function underCallgrind(target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, dumps: string, workload: () => Workload): Promise<Counted> {
+async function underCallgrind(job: Job, target: string, script: string, scriptArgs: string[], env: Record<string, string>, readyPath: string, workload: () => Workload): Promise<Counted> {
+  const { dumps, cacheSim, functions, connections } = job
   const port = await freePort()
   const out = join(dumps, `${target}.%p`)
   const proc: ChildHandle = spawnProcess(
@@ -125,14 +119,14 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
     const load = (amount: number) => runLoad(workload(), { label: target, urls: [url], connections, durationS: 3600, amount, progress: null })
     // uninstrumented: caches filled, the JIT's code in place (10,000 requests left TurboFan compiling
     // through the count, 8,000 of a verification's instructions; 40,000 left it at bare Fastify's level)
-    await load(args['warm-up'] !== undefined ? Number(args['warm-up']) : Math.max(hot * 40, 40_000))
+    await load(job.warmUp)
     control('-i', 'on')
     await load(3000)
     control('-z')
-    const result = await load(requests)
+    const result = await load(job.requests)
     const loadDumps = dumpCount(dumps, target)
     control('-d')
-    const expected = target === 'bare' ? '200' : SCENARIOS[scenario]!.status
+    const expected = target === 'bare' ? '200' : KINDS[job.kind].status
     if (expected === undefined ? result.wrong > 0 || result.errors > 0 : result.statuses[expected] !== result.responses) {
       throw new Error(`${target}: ${expected === undefined ? `${result.wrong} wrong answers` : `not every answer was ${expected}`}: ${JSON.stringify(result.statuses)}`)
     }
@@ -154,7 +148,7 @@ async function underCallgrind(target: string, script: string, scriptArgs: string
   } finally {
     await proc.stop(10_000)
     // kept beside the dumps it names: callgrind_annotate's callers of a builtin are JS addresses
-    if (functions > 0 && args['keep-dumps'] !== undefined) copyFileSync(perfMapOf(proc.pid), join(dumps, `${target}.perf.map`))
+    if (functions > 0 && job.keepDumps) copyFileSync(perfMapOf(proc.pid), join(dumps, `${target}.perf.map`))
     if (functions > 0) rmSync(perfMapOf(proc.pid), { force: true })
   }
 }
@@ -183,41 +177,82 @@ function dumpCount(dir: string, target: string): number {
   return readdirSync(dir).filter((f) => new RegExp(`^${target}\\.\\d+\\.\\d+$`).test(f)).length
 }
 
-const dumps = args['keep-dumps'] ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
-const { ds, nodeEnv, drop } = await scratchDataset(args['pg-url']!, hot)
-const results: Counted[] = []
-try {
-  // mixed keeps one model of every user's version across the loads; bare Fastify gets verify-hot's requests (its answers are not judged)
-  const shared = scenario.startsWith('mixed') ? SCENARIOS[scenario]!.workload(ds) : undefined
-  const workload = () => shared ?? SCENARIOS[scenario]!.workload(ds)
-  const bareWorkload = () => (shared ? S.verifyHot(ds) : workload())
-  if (args.only !== 'node') results.push(await underCallgrind('bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', dumps, bareWorkload))
-  if (args.only !== 'bare') results.push(await underCallgrind('node', DIST + 'bench/node-host.js', [], nodeEnv, '/readyz', dumps, workload))
-} finally {
-  await drop()
-  if (args['keep-dumps'] === undefined) rmSync(dumps, { recursive: true, force: true })
-}
-for (const r of results) {
-  const idle = Math.round(r.idlePerSecond).toLocaleString('en-US')
-  const misses = r.lastLevelMissesPerRequest === undefined ? '' : `; ${r.lastLevelMissesPerRequest.toFixed(1)} last-level data misses per request`
-  process.stdout.write(`${r.target.padEnd(5)} ${Math.round(r.perRequest).toLocaleString('en-US').padStart(9)} instructions per request (${r.requests.toLocaleString('en-US')} requests; ${idle}/s idle taken out; ${Math.round(r.instructions / r.requests).toLocaleString('en-US')} with it${misses})\n`)
-}
-const bare = results.find((r) => r.target === 'bare')
-const node = results.find((r) => r.target === 'node')
-if (bare && node) process.stdout.write(`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (${scenario}'s CPU-bound ceiling as a ratio to bare Fastify)\n`)
-if (functions > 0) printFunctions(results)
-
 /** The top functions by their own instructions per request; with both targets, by what the node spends beyond bare. */
-function printFunctions(counted: Counted[]): void {
+function functionLines(counted: Counted[], functions: number): string[] {
+  const out: string[] = []
   const [first, second] = counted
   const fmt = (n: number | undefined) => Math.round(n ?? 0).toLocaleString('en-US').padStart(9)
   if (second === undefined) {
-    process.stdout.write(`\n${first!.target}: own instructions per request by function (background included)\n`)
-    for (const [name, count] of [...first!.byFunction!].sort((a, b) => b[1] - a[1]).slice(0, functions)) process.stdout.write(`${fmt(count)}  ${name}\n`)
-    return
+    out.push(`${first!.target}: own instructions per request by function (background included)`)
+    for (const [name, count] of [...first!.byFunction!].sort((a, b) => b[1] - a[1]).slice(0, functions)) out.push(`${fmt(count)}  ${name}`)
+    return out
   }
   const names = new Set([...first!.byFunction!.keys(), ...second.byFunction!.keys()])
   const rows = [...names].map((name) => ({ name, bare: first!.byFunction!.get(name) ?? 0, node: second.byFunction!.get(name) ?? 0 }))
-  process.stdout.write(`\nown instructions per request by function (background included), by what the node spends beyond bare Fastify\n${'node−bare'.padStart(9)} ${'bare'.padStart(9)} ${'node'.padStart(9)}  function\n`)
-  for (const row of rows.sort((a, b) => b.node - b.bare - (a.node - a.bare)).slice(0, functions)) process.stdout.write(`${fmt(row.node - row.bare)} ${fmt(row.bare)} ${fmt(row.node)}  ${row.name}\n`)
+  out.push('own instructions per request by function (background included), by what the node spends beyond bare Fastify', `${'node−bare'.padStart(9)} ${'bare'.padStart(9)} ${'node'.padStart(9)}  function`)
+  for (const row of rows.sort((a, b) => b.node - b.bare - (a.node - a.bare)).slice(0, functions)) out.push(`${fmt(row.node - row.bare)} ${fmt(row.bare)} ${fmt(row.node)}  ${row.name}`)
+  return out
 }
+
+export default defineScenario({
+  name: 'instructions',
+  description: 'CPU instructions per request under callgrind, bare Fastify and a node: steady on a shared machine (~5 min); needs valgrind',
+  options: {
+    kind: choice('the requests counted', Object.keys(KINDS) as Kind[], 'verify-hot'),
+    requests: number('requests counted per target', { default: 10_000 }),
+    warmUpRequests: number('requests sent uninstrumented before counting (default: 40 × --hot, at least 40,000)'),
+    hot: common.hot(1000),
+    connections: { ...common.connections(4), smoke: undefined },
+    only: choice('count one target only', ['both', 'bare', 'node'], 'both'),
+    cacheSim: flag("also count, per request, the data reads and writes that miss callgrind's simulated last-level cache"),
+    functions: number('name the N functions (JavaScript included) with the most instructions of their own per request, and what the node spends beyond bare Fastify in each', { default: 0 }),
+    keepDumps: string('keep the dumps (and, with --functions, the names of V8\'s code) in DIR for callgrind_annotate'),
+    pgUrl: common.pgUrl(),
+  },
+  smoke: 'needs valgrind: a node under callgrind takes minutes to warm up and count (~5 min), no cheap smoke',
+  async run(ctx) {
+    const { kind, hot, only, functions } = ctx.opts
+    if (!Number.isInteger(functions) || functions < 0) throw new Error('--functions: a number of functions to list')
+    const dumps = ctx.opts.keepDumps ?? mkdtempSync(join(tmpdir(), 'bench-callgrind-'))
+    if (ctx.opts.keepDumps === undefined) ctx.defer(() => rmSync(dumps, { recursive: true, force: true }))
+    const job: Job = {
+      kind,
+      dumps,
+      keepDumps: ctx.opts.keepDumps !== undefined,
+      cacheSim: ctx.opts.cacheSim,
+      functions,
+      connections: ctx.opts.connections,
+      warmUp: ctx.opts.warmUpRequests ?? Math.max(hot * 40, 40_000),
+      requests: ctx.opts.requests,
+    }
+    const { ds, nodeEnv, drop } = await scratchDataset(ctx.opts.pgUrl, hot)
+    ctx.defer(drop)
+    const results: Counted[] = []
+    // mixed keeps one model of every user's version across the loads; bare Fastify gets verify-hot's requests (its answers are not judged)
+    const shared = kind.startsWith('mixed') ? KINDS[kind].workload(ds) : undefined
+    const workload = () => shared ?? KINDS[kind].workload(ds)
+    const bareWorkload = () => (shared ? S.verifyHot(ds) : workload())
+    if (only !== 'node') results.push(await underCallgrind(job, 'bare', DIST + 'bench/baselines/server.js', ['bare'], {}, '/healthz', bareWorkload))
+    if (only !== 'bare') results.push(await underCallgrind(job, 'node', DIST + 'bench/node-host.js', [], nodeEnv, '/readyz', workload))
+    const rows = results.map((r) => [
+      r.target,
+      Math.round(r.perRequest).toLocaleString('en-US'),
+      r.requests.toLocaleString('en-US'),
+      Math.round(r.idlePerSecond).toLocaleString('en-US'),
+      Math.round(r.instructions / r.requests).toLocaleString('en-US'),
+      r.lastLevelMissesPerRequest === undefined ? '-' : r.lastLevelMissesPerRequest.toFixed(1),
+    ])
+    const bare = results.find((r) => r.target === 'bare')
+    const node = results.find((r) => r.target === 'node')
+    return {
+      scenario: 'instructions',
+      title: `instructions: ${kind}, CPU instructions per request under callgrind`,
+      tables: [{ headers: ['target', 'per request', 'requests', 'idle per s (taken out)', 'per request with idle', 'last-level data misses per request'], rows }],
+      lines: [
+        ...(bare && node ? [`bare / node: ${(bare.perRequest / node.perRequest).toFixed(2)}× (${kind}'s CPU-bound ceiling as a ratio to bare Fastify)`] : []),
+        ...(functions > 0 ? functionLines(results, functions) : []),
+      ],
+      data: results.map((r) => ({ ...r, byFunction: r.byFunction ? Object.fromEntries(r.byFunction) : undefined })),
+    }
+  },
+})
