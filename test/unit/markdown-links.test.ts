@@ -5,7 +5,7 @@
  * slugs of the page it points into.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,6 +23,26 @@ t.test("every relative link of the repository's Markdown resolves, anchors inclu
     [],
     'no broken link',
   )
+})
+
+t.test('every section the code cites ("SPEC §3.3") is a numbered heading of docs/api.md', async (t) => {
+  const numbered = new Set([...readFileSync(ROOT + 'docs/api.md', 'utf8').matchAll(/^#{2,3} (\d+(?:\.\d+)*)\.? /gm)].map((m) => m[1]!))
+  t.ok(numbered.has('3.3') && numbered.has('9.3'), `the API reference numbers its sections (${[...numbered].join(', ')})`)
+  const files = execFileSync('git', ['ls-files', 'src'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter((file) => file.endsWith('.ts'))
+  const cited = new Map<string, string>()
+  for (const file of files) {
+    readFileSync(ROOT + file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        // A § after an RFC's number (RFC 9110 §8.8.3) or a paper's name is theirs, not ours.
+        for (const match of line.matchAll(/(\S+\s)?§(\d+(?:\.\d+)*)/g)) {
+          if (/^(\d{3,5}|Chubby)\s$/.test(match[1] ?? '')) continue
+          cited.set(match[2]!, `${file}:${i + 1}`)
+        }
+      })
+  }
+  t.ok(cited.size > 10, `the code cites sections (${cited.size})`)
+  t.same([...cited].filter(([section]) => !numbered.has(section)).map(([section, where]) => `§${section} (${where})`), [], 'each leads to a heading')
 })
 
 /** A throwaway repository of Markdown files, removed when the test ends. */
