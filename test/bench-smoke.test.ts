@@ -48,7 +48,7 @@ t.test('bench --smoke (pg store)', { skip: existsSync(script) ? false : 'dist/be
     t.ok(runs && runs[0]!.responses > 0 && Number.isFinite(runs[0]!.rps) && Number.isFinite(runs[0]!.latency.p99), `${key} reports numbers`)
   }
   t.ok(report.memory && Number.isFinite(report.memory.heapBytesPerUser), 'reports heap per cached user')
-  // the README's nginx and Caddy recipes (bench/lib/proxies.ts), where both are installed
+  // the nginx and Caddy recipes of docs/proxies.md (bench/lib/proxies.ts), where both are installed
   const proxies = missing('nginx', 'caddy')
   t.test('the proxy scenario', { skip: proxies }, async (t) => {
     t.match(run.stdout, /behind a reverse proxy/, 'prints its table')
