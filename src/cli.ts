@@ -5,7 +5,7 @@ import { CLIENT_VARIABLES, ConfigError, loadClientConfig, loadConfig, tracingReq
 import { adminCall, adminUsage, howToCheckWrite, isAdminGroup, UsageError, type AdminCall } from './admin-calls.js'
 import { ChatAuthClient, ChatAuthError, CLIENT_CODES, type AdminClient } from './client/index.js'
 import { oauthCall, oauthKey, oauthUsage } from './oauth-calls.js'
-import { printable } from './terminal-text.js'
+import { framed, printable } from './terminal-text.js'
 
 const USAGE = `chat-auth — chat token gateway
 
@@ -22,10 +22,10 @@ ${oauthUsage()}
 Environment read by the admin and oauth calls (name, default, meaning):
 ${variableList(CLIENT_VARIABLES)}
 
-Environment read by serve and migrate (name, default, meaning; the README says more):
+Environment read by serve and migrate (name, default, meaning; docs/configuration.md says more):
 ${variableList(VARIABLES)}
 serve also exports traces over OTLP when the standard OpenTelemetry variables ask for them
-(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, …: the README's "OpenTelemetry").
+(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, …: docs/operations.md, "OpenTelemetry").
 `
 
 function parseCommandLine(argv: string[]) {
@@ -73,10 +73,13 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'serve') {
     // Before the server's modules: the instrumentation must see pg and ioredis load.
     const telemetry = tracingRequested() ? await (await import('./telemetry/start.js')).startTracing() : undefined
-    const [{ createLogger }, { closeOnSignals, startServer }] = await Promise.all([import('./logger.js'), import('./server.js')])
+    const [{ createLogger, createTerminalLogger }, { closeOnSignals, startServer }] = await Promise.all([import('./logger.js'), import('./server.js')])
     const config = loadConfig()
-    const logger = createLogger(config)
-    const server = await startServer(config, logger)
+    // A person at a terminal reads lines, and must not miss the first run's secrets among
+    // them; anything else (a container, a pipe) gets JSON lines for its log collector.
+    const terminal = process.stdout.isTTY === true
+    const logger = terminal ? await createTerminalLogger(config) : createLogger(config)
+    const server = await startServer(config, logger, terminal ? (text) => print(process.stdout, framed(text)) : undefined)
     closeOnSignals(server, logger, telemetry?.shutdown)
     return -1 // keep running
   }

@@ -17,7 +17,7 @@ export function loadClientConfig(env: Env = process.env): ClientConfig {
 }
 
 /**
- * Whether this node exports traces (the README's "OpenTelemetry"): an OTLP endpoint, or a
+ * Whether this node exports traces (docs/operations.md, "OpenTelemetry"): an OTLP endpoint, or a
  * trace exporter named, in the standard OpenTelemetry variables, and the SDK not disabled.
  * The rest of those variables the OpenTelemetry SDK reads itself, and only then: without
  * them, nothing of OpenTelemetry is loaded.

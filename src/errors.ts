@@ -109,7 +109,7 @@ export const oauthErrors = {
   unauthorizedClient: () => new OAuthError(400, 'unauthorized_client'),
 }
 
-/** What an error of the registry is to an OAuth client (README, "Decisions where the SPEC is silent"). */
+/** What an error of the registry is to an OAuth client (docs/decisions.md, "The OAuth endpoints"). */
 export function oauthErrorOf(error: ApiError): OAuthError {
   switch (error.code) {
     case 'INVALID_API_CREDENTIALS':

@@ -43,6 +43,18 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
 }
 
 /**
+ * The same logger for a person at a terminal (`chat-auth serve` whose stdout is a TTY): each
+ * line readable (pino-pretty: time, level, message, its fields on the same line) instead of
+ * JSON, which a log collector reads but a person skims badly. Redaction is the logger's, before
+ * any formatting. pino-pretty is loaded only then: a node in a container never loads it.
+ */
+export async function createTerminalLogger(config: Pick<Config, 'logLevel'>): Promise<Logger> {
+  const { default: pretty } = await import('pino-pretty')
+  // sync: a line is on the terminal before whatever the node prints next (the first-run notice).
+  return createLogger(config, pretty({ sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' }))
+}
+
+/**
  * Only what explains the error: a driver error may carry the statement's parameters. A
  * value that is not an Error (a string someone logged as `err`) keeps its text.
  */

@@ -32,11 +32,12 @@ export async function startServer(config: Config, logger: Logger, print: (text: 
     const port = typeof address === 'object' && address ? address.port : config.port
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
     logger.info({ url, store: gateway.db.kind, bus: config.redis ? `redis (${config.redis.kind})` : 'in-process', kid: gateway.keyring.signingKid, kids: gateway.keyring.kids }, 'chat-auth listening')
-    // Shown on the terminal, once, by design; never through the logger.
-    if (gateway.generatedAdminToken) {
-      print(`\nNo ADMIN_TOKEN was set: generated one (shown once, kept in the store as a hash):\n  ADMIN_TOKEN=${gateway.generatedAdminToken}\n`)
-    }
-    if (demo) print(demoBanner(demo, url))
+    // Shown once, by design, in one piece; never through the logger (which would redact it).
+    const firstRun = [
+      gateway.generatedAdminToken && `No ADMIN_TOKEN was set: generated one (shown once, kept in the store as a hash):\n  ADMIN_TOKEN=${gateway.generatedAdminToken}`,
+      demo && demoBanner(demo, url).trim(),
+    ].filter(Boolean)
+    if (firstRun.length > 0) print(`\n${firstRun.join('\n\n')}\n`)
     return { app, gateway, url, close: () => app.close() }
   } catch (error) {
     await app.close().catch(() => {})

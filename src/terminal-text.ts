@@ -13,3 +13,14 @@ const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028
 export function printable(text: string): string {
   return text.replace(UNSAFE, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+/**
+ * Text set apart from the log lines around it on a terminal: a frame down its left side,
+ * with a rule above and below. What a person must not miss (a secret shown once) then does
+ * not read as one more log line.
+ */
+export function framed(text: string): string {
+  const lines = text.replace(/^\n+|\n+$/g, '').split('\n')
+  const rule = '─'.repeat(Math.min(72, Math.max(40, ...lines.map((line) => line.length + 2))))
+  return ['', `┌${rule}`, ...lines.map((line) => (line === '' ? '│' : `│ ${line}`)), `└${rule}`, ''].join('\n')
+}

@@ -98,7 +98,7 @@ t.test('the bench kit', { skip: existsSync(script) ? false : 'dist/bench/run.js 
     const memory = report.sections.find((s) => s.scenario === 'memory')?.data as { heapBytesPerUser: number } | undefined
     t.ok(memory && Number.isFinite(memory.heapBytesPerUser), 'memory reports heap per cached user (the kit ran itself again with --expose-gc)')
     for (const name of ['recovery', 'cold-start']) t.ok(report.sections.find((s) => s.scenario === name)?.lines?.length, `${name} reports its windows`)
-    // the README's nginx and Caddy recipes (bench/lib/proxies.ts), where both are installed
+    // the nginx and Caddy recipes of docs/proxies.md (bench/lib/proxies.ts), where both are installed
     t.test('the proxy scenario', { skip: missing('nginx', 'caddy') }, async (t) => {
       t.match(run.stdout, /behind a reverse proxy/, 'prints its table')
       for (const key of ['proxy:backend', 'proxy:nginx', 'proxy:nginx-auth', 'proxy:caddy', 'proxy:caddy-auth']) {

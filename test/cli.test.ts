@@ -6,10 +6,11 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { adminCall, howToCheckWrite } from '../src/admin-calls.js'
 import { oauthCall } from '../src/oauth-calls.js'
-import { ADMIN_TOKEN, freshPostgresDatabase, startApp, storeEnv, storeIndependentTest } from './support/helpers.js'
+import { ADMIN_TOKEN, freshPostgresDatabase, JWT_SECRET, startApp, storeEnv, storeIndependentTest } from './support/helpers.js'
+import { migratedDataDir } from './support/pglite-data-dir.js'
 import { waitFor } from './support/poll.js'
 import { freePort } from './support/ports.js'
-import { CLI, startGatewayProcess } from './support/processes.js'
+import { CLI, spawnProcess, startGatewayProcess } from './support/processes.js'
 import { startRedis } from './support/services.js'
 import { startTcpProxy } from './support/tcp-proxy.js'
 import { answerJson, hostileServer, redirectTo, writeBytes, type HostileServer } from './support/hostile-http.js'
@@ -340,4 +341,52 @@ storeIndependentTest('what the server says reaches the terminal with its control
     t.notMatch(failed.stderr, TERMINAL_CONTROLS, `${what}: no raw control character`)
     t.match(failed.stderr, '\\u009b2J', `${what}: U+009B shown as \\u009b`)
   }
+})
+
+/** What a terminal shows without its colours. */
+const withoutColours = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, '')
+
+storeIndependentTest("serve on a terminal: readable log lines, the first run's admin token and demo data framed apart from them", async (t) => {
+  // util-linux's script(1) gives the node a pseudo-terminal, as a person's shell would.
+  const port = await freePort()
+  const node = spawnProcess('script', ['-qfec', `${process.execPath} ${CLI} serve`, '/dev/null'], {
+    name: 'serve on a terminal',
+    env: { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: await migratedDataDir(t), LOG_LEVEL: 'info', JWT_SECRET },
+  })
+  t.teardown(() => node.stop())
+  await waitFor('the node listening, and the first-run notice', () => withoutColours(node.output()), {
+    until: (text) => text.includes('chat-auth listening') && text.includes('Bearer <token>"'),
+    timeoutMs: 120_000,
+  })
+  // The frame's last line follows the notice at once; a node without one is judged as it is.
+  const output = await waitFor('the frame closed', () => withoutColours(node.output()), { until: (text) => text.includes('\n└'), timeoutMs: 5_000 }).catch(() => withoutColours(node.output()))
+  const lines = output.split(/\r?\n/)
+  t.same(lines.filter((line) => line.startsWith('{')), [], 'no JSON line on a terminal')
+  const listening = lines.findIndex((line) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: chat-auth listening \{"url":"http:\/\/127\.0\.0\.1:\d+"/.test(line))
+  t.ok(listening >= 0, 'a log line reads as time, level, message and its fields on one line')
+  const top = lines.findIndex((line) => line.startsWith('┌'))
+  const bottom = lines.findIndex((line) => line.startsWith('└'))
+  t.ok(listening < top && top < bottom, 'the notice comes after the line that says where the node listens, in a frame')
+  const notice = lines.slice(top + 1, bottom)
+  t.same(notice.filter((line) => !line.startsWith('│')), [], 'no log line inside the frame')
+  const adminToken = notice.map((line) => /ADMIN_TOKEN=(\S+)/.exec(line)?.[1]).find(Boolean)
+  const companyId = notice.map((line) => /company\s+(\S+)/.exec(line)?.[1]).find(Boolean)
+  t.ok(adminToken && companyId && notice.some((line) => /keySecret\s+sk_\S+/.test(line)), 'the generated admin token and the demo key are in it')
+  const company = await fetch(`http://127.0.0.1:${port}/admin/v1/companies/${companyId}`, { headers: { authorization: `Bearer ${adminToken}` } })
+  t.equal(company.status, 200, 'the admin token shown is the one the node takes')
+})
+
+storeIndependentTest('serve off a terminal: every log line is JSON, the first-run notice plain text', async (t) => {
+  const node = await startGatewayProcess({ DATA_DIR: await migratedDataDir(t), SEED_DEMO: 'true', ADMIN_TOKEN: undefined, LOG_LEVEL: 'info' } as unknown as Record<string, string>, {
+    teardown: t.teardown.bind(t),
+    timeoutMs: 120_000,
+  })
+  const output = await waitFor('the first-run notice', () => node.output(), { until: (text) => text.includes('keySecret'), timeoutMs: 30_000 })
+  t.notMatch(output, /\u001b|│|┌/, 'no colour and no frame')
+  const logLines = output.split('\n').filter((line) => line.startsWith('{'))
+  const parsed = logLines.map((line) => JSON.parse(line) as { level?: unknown; msg?: unknown })
+  t.ok(parsed.length > 0 && parsed.every((line) => typeof line.level === 'number' && typeof line.msg === 'string'), 'each log line a JSON object with a level and a message')
+  t.ok(parsed.some((line) => line.msg === 'chat-auth listening'), 'the listening line among them')
+  t.match(output, /^ {2}ADMIN_TOKEN=adm_\S+$/m, 'the generated admin token, on a line of its own')
+  t.match(output, /^ {2}keyId +ak_\S+$/m, 'the demo key')
 })

@@ -71,16 +71,18 @@ t.test('the Sentinel variant (docker-compose.sentinel.yml) configures every node
   for (const gateway of ['gateway-1', 'gateway-2']) t.match(file, new RegExp(`^  ${gateway}:\\n    environment: \\*sentinel-env`, 'm'), `${gateway} uses the sentinels`)
 })
 
-t.test("the README's configuration table lists exactly the declared variables, in their order, with their defaults", async (t) => {
-  const readme = readFileSync(new URL('README.md', root), 'utf8')
-  // The section alone: other sections have tables of variables that are not ours (OpenTelemetry's).
-  const start = readme.indexOf('## Configuration')
-  const table = readme.slice(start, readme.indexOf('\n## ', start))
+t.test("the configuration guide's table lists exactly the declared variables, in their order, with their defaults", async (t) => {
+  const guide = readFileSync(new URL('docs/configuration.md', root), 'utf8')
+  // The section alone: other pages and sections have tables of variables that are not ours (OpenTelemetry's).
+  const start = guide.indexOf('\n## The variables\n')
+  t.ok(start >= 0, 'docs/configuration.md has its "The variables" section')
+  const end = guide.indexOf('\n## ', start + 1)
+  const table = guide.slice(start, end < 0 ? undefined : end)
   const rows = [...table.matchAll(/^\| `([A-Z_]+)` \| (.+?) \|/gm)].map((m) => ({ name: m[1]!, fallback: m[2]!.replace(/^`(.*)`$/, '$1') }))
   t.same(rows.map((row) => row.name), Object.keys(VARIABLES))
   for (const { name, fallback } of rows) {
     const declared = (VARIABLES as Record<string, Variable<unknown>>)[name]
-    t.equal(fallback, declared?.default ?? declared?.unset ?? '—', `${name}: the README's default is the declared one`)
+    t.equal(fallback, declared?.default ?? declared?.unset ?? '—', `${name}: the guide's default is the declared one`)
   }
 })
 

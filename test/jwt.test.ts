@@ -120,7 +120,7 @@ storeIndependentTest('the two-phase rotation keeps the Redis bus authenticated b
     t.notOk(busUnderstands([next], [old]), `${kind}: a node without the old key and one without the new one share no bus key (the bad rotation of test/redis-bus.test.ts)`)
   }
   // Asymmetric keys: a public key gives no bus key, so a phase 1 that lists only the new
-  // public key and a phase 2 that keeps only the old public key share nothing. The README
+  // public key and a phase 2 that keeps only the old public key share nothing. docs/operations.md
   // says to list both private keys until every node runs phase 2.
   const [oldKey, newKey] = [pem('ec'), pem('ec')]
   const publicOf = (privateKey: string) => createPublicKey(privateKey).export({ format: 'pem', type: 'spki' }).toString()

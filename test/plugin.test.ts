@@ -26,7 +26,7 @@ t.test('a Node chat backend verifies in-process with the same checks and stores'
   await chat.register(chatAuthPlugin, { gateway: gatewayNode.gateway })
   chat.get('/messages', { preHandler: chat.requireChatToken }, async (request) => ({ for: request.chatAuth!.user.externalId }))
   chat.get('/public', async (request) => ({ identity: request.chatAuth }))
-  // As an onRequest hook (the README's way) the token is checked before any body is read.
+  // As an onRequest hook (the guide's way) the token is checked before any body is read.
   chat.post('/messages', { onRequest: chat.requireChatToken }, async (request) => ({ got: request.body }))
 
   const allowed = await chat.inject({ url: '/messages', headers: { authorization: `Bearer ${issued.token}` } })
@@ -112,17 +112,17 @@ t.test('the plugin joins the gateway over PostgreSQL and Redis, and closes its n
   t.equal(await claims(), 1, "closing the Fastify instance closed the plugin's node")
 })
 
-t.test("the README's plugin example lets the process exit once the app is closed", async (t) => {
-  const example = [...readFileSync(new URL('../README.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
-  t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the README registers the plugin with the configuration')
-  t.match(example, /\{ onRequest: app\.requireChatToken \}/, 'the README checks the token on request, before any body is read')
-  // The README's wiring, then a close: the process must end by itself (nothing left open).
+t.test("the live revocation guide's plugin example lets the process exit once the app is closed", async (t) => {
+  const example = [...readFileSync(new URL('../docs/live-revocation.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
+  t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the guide registers the plugin with the configuration')
+  t.match(example, /\{ onRequest: app\.requireChatToken \}/, 'the guide checks the token on request, before any body is read')
+  // The guide's wiring, then a close: the process must end by itself (nothing left open).
   const script = `
     import Fastify from 'fastify'
 import { pino } from 'pino'
     import { chatAuthPlugin, loadConfig } from './dist/src/index.js'
     const config = loadConfig()
-    const app = Fastify({ pluginTimeout: 120_000 }) // (the README's Fastify(), with room for a busy test machine)
+    const app = Fastify({ pluginTimeout: 120_000 }) // (the guide's Fastify(), with room for a busy test machine)
     await app.register(chatAuthPlugin, { config })
     app.get('/messages', { onRequest: app.requireChatToken }, async (req) => req.chatAuth.user)
     await app.ready()

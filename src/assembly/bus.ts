@@ -75,7 +75,7 @@ async function configuredBus(config: Config, options: BusOptions, parts: NodePar
     prefix: config.redisPrefix,
     logger: options.logger,
     metrics: options.metrics,
-    // Messages are authenticated with keys derived from the JWT keys: see the README.
+    // Messages are authenticated with keys derived from the JWT keys: see docs/security.md.
     keys: deriveBusKeys(options.jwtKeys),
     changeLog: parts.changeLog ? parts.changeLog(log) : log,
     ...(parts.catchUpEveryMs !== undefined ? { catchUpEveryMs: parts.catchUpEveryMs } : {}),

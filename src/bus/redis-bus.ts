@@ -60,7 +60,7 @@ export interface RedisBus extends InvalidationBus {
  * - publishing/: the node registry and publish with acknowledgements;
  * - messages/: the authenticated messages, and what a node does with those it receives;
  * - catch-up.ts: the change log read after each new subscription and periodically.
- * This file wires them, and keeps the epochs. See "Many nodes over Redis" in the README.
+ * This file wires them, and keeps the epochs. See docs/how-it-works.md, "Many nodes over Redis".
  */
 export function createRedisBus(options: RedisBusOptions): RedisBus {
   const { leaseMs } = options

@@ -5,7 +5,7 @@ import { boolean, duration, folder, hostPorts, integer, networks, oneOf, proxies
 /**
  * Every environment variable the service reads, declared once: the kind of its value with
  * its bounds, its default, and what it means. The parsing, the CLI's --help and the check
- * of the README's configuration table all come from here; the rules that tie several
+ * of docs/configuration.md's table all come from here; the rules that tie several
  * variables together are in load.ts. Durations and timeouts are seconds unless named _MS.
  */
 export const VARIABLES = {
@@ -35,7 +35,7 @@ export const VARIABLES = {
   JWT_ISSUER: text({ help: 'iss claim written and required' }),
   JWT_AUDIENCE: text({ help: 'aud claim written and required' }),
   JWT_CLOCK_TOLERANCE: integer(0, 3600, { default: '0', help: 'seconds of leeway on exp' }),
-  // The README's key rotation waits this long between its phases: a client may use a key set this old.
+  // A key rotation waits this long between its phases (docs/operations.md): a client may use a key set this old.
   JWKS_MAX_AGE: integer(0, 86_400, { default: '300', help: 'seconds clients and proxies may cache /.well-known/jwks.json (Cache-Control max-age)' }),
   // The bound the revocations' retention counts on (exp + JWT_CLOCK_TOLERANCE + this); a node measures its own offset against it.
   MAX_CLOCK_SKEW: span(3600, { default: '1s', help: "the most a node's clock may be off PostgreSQL's (<n>ms, <n>s or <n>m); past it /readyz answers 503" }),
@@ -81,7 +81,7 @@ export const VARIABLES = {
 
 export type VariableName = keyof typeof VARIABLES
 
-/** The variables this service reads, in the order of the README's table. */
+/** The variables this service reads, in the order of docs/configuration.md's table. */
 export const CONFIG_VARIABLES = Object.keys(VARIABLES) as VariableName[]
 
 /** What the CLI's admin and oauth calls read; they never start a node, so they read nothing else. */

@@ -2,8 +2,8 @@
  * SPEC §8.3: a small chat server that closes a user's WebSocket the moment their token is
  * revoked. Fastify + @fastify/websocket + the gateway's plugin (`openChatSession`), plus a
  * stand-in for the customer's own backend (POST /token), which holds the API key and asks the
- * gateway for a token. Run it with `npm run example:chat` next to a gateway (README, "Closing
- * connections on revocation"). Not part of the published package.
+ * gateway for a token. Run it with `npm run example:chat` next to a gateway (docs/live-revocation.md,
+ * "The example chat server"). Not part of the published package.
  */
 import { pathToFileURL } from 'node:url'
 import websocket from '@fastify/websocket'

@@ -4,7 +4,7 @@ import { OutgoingMessage, validateHeaderName, validateHeaderValue, type ServerRe
  * Headers checked once and written many times. Node checks every header name and value
  * handed to `writeHead`, on every response, with two regular expressions each: for a
  * verification's seven headers that was ~5 % of its instructions (bench/RESULTS.md,
- * "Session 17"). The headers a response already holds (set with `setHeader`, which checked
+ * "Instructions per request"). The headers a response already holds (set with `setHeader`, which checked
  * them when they were set) are written without that check; Node keeps them under its own
  * symbol `kOutHeaders`, as `lower-case name → [name, value]`. A verify answer's headers are
  * checked here, once, when the answer is prepared, and placed there for each response.

@@ -63,7 +63,7 @@ interface Prepared {
 }
 
 function send(verifyToken: VerifyToken, reply: FastifyReply, status: 200 | 401, prepared: Prepared): FastifyReply {
-  // A HEAD (what the README's proxy recipes send) gets the status and headers alone: no body
+  // A HEAD (what the proxy recipes of docs/proxies.md send) gets the status and headers alone: no body
   // is sent to a proxy that reads none, nor its length.
   const head = reply.request.method === 'HEAD'
   if (sentThroughHooks.has(verifyToken)) {

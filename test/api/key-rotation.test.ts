@@ -5,7 +5,7 @@ import type { InvalidationBus } from '../../src/bus/bus.js'
 import { createTenant, decodeToken, errorBody, issueToken, post, sharedDb, startApp, verify, type Teardown, type Tenant, type TestApp } from '../support/helpers.js'
 
 /**
- * The README's key rotation, on two nodes of one store: phase 1 adds the new key as a
+ * The key rotation of docs/operations.md, on two nodes of one store: phase 1 adds the new key as a
  * verify-only second key everywhere (`[old, new]`), phase 2 puts it first (`[new, old]`).
  * Nodes are restarted one at a time, so every step has a node of each phase beside the
  * other. The nodes share one in-process bus, as nodes over Redis share the channel (that the
@@ -82,7 +82,7 @@ t.test('the one-step mistake: a node that lacks the new key refuses its tokens, 
   t.equal((await verify(rotated, issued.token)).statusCode, 200, 'valid on the node that signed it')
   const refused = await verify(stale, issued.token)
   t.equal(refused.statusCode, 401)
-  t.equal(refused.json().code, 'INVALID_TOKEN', 'refused by the node that does not know the new key: why the README says two phases')
+  t.equal(refused.json().code, 'INVALID_TOKEN', 'refused by the node that does not know the new key: why a rotation takes two phases')
 
   const revoked = await revokeToken(stale, tenant, issued.token)
   t.equal(revoked.statusCode, 400)

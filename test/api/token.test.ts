@@ -335,7 +335,7 @@ t.test('an inactive customer user gets 403 and no token, and its row does not ch
 })
 
 t.test('userIds are compared exactly as sent: the NFC and NFD spellings of one name are two users', async (t) => {
-  // A documented choice (README, "Text"): ids are the customer's, opaque; normalising would
+  // A documented choice (docs/decisions.md, "Text"): ids are the customer's, opaque; normalising would
   // merge two users of a customer whose own system does not normalise.
   const acme = await tenant('Unicode')
   const composed = 'Jos\u00e9' // é as one code point

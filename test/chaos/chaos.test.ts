@@ -32,7 +32,7 @@ import { mutantCalls, startChaosNode as startNode, type Mutant } from './lib/nod
  * - a session (SPEC §8.1, held on a node through node-host.mjs's test-only routes) still
  *   open when asked right after the invalidation, revoke-token or company revoke-tokens that
  *   ends it answered 200 — or, if a fault was near (the node may not have acknowledged),
- *   still open a lease + 1 s later, the README's bound;
+ *   still open a lease + 1 s later, the bound of docs/live-revocation.md;
  * - an event of such an invalidation or revoke-token not yet written to a node's event
  *   stream (SPEC §8.2, one stream per node held by the driver since before the write; the
  *   node notes what it handed to the stream's socket) when asked right after the 200 — or,
@@ -87,7 +87,7 @@ const SESSION_SHARE = 0.3
  */
 const heldMember = (i: number) => i % 3 === 1
 const closedMember = (i: number) => i === 4
-/** README "Closing connections on revocation": a node that did not acknowledge aborts within a lease plus a store read of the 200. */
+/** docs/live-revocation.md, "A node that lost Redis": a node that did not acknowledge aborts within a lease plus a store read of the 200. */
 const SESSION_BOUND_MS = LEASE_MS + 1000
 
 /** A node that missed a change (a fault near) still writes its events once it reads the store again (every second); past this, they are lost. */
@@ -469,7 +469,7 @@ async function drive<S extends Driven>(
           const askedIn = now() - end
           const findings = list.map((_, k): SessionFinding => ({ node, what, end, openAtAnswer: first?.[k], askedIn }))
           sessionFindings.push(...findings)
-          // Open (or not asked): asked again once the README's bound for a node that did not acknowledge passed.
+          // Open (or not asked): asked again once the documented bound for a node that did not acknowledge passed.
           const again = findings.flatMap((f, k) => (f.openAtAnswer === false ? [] : [k]))
           if (!again.length) return
           await sleep(SESSION_BOUND_MS)
@@ -893,7 +893,7 @@ async function drive<S extends Driven>(
   }
   // Sessions: one still open when asked right after the 200 that ended it is a violation,
   // unless a fault was near (its node may not have acknowledged: the writer answered without
-  // it); then only if still open once the README's bound passed.
+  // it); then only if still open once the documented bound passed.
   const sessionCounts = { opened: sessionsOpened, refused: sessionsRefused, ended: sessionFindings.length, checked: 0, openNearFault: 0, strictViolations: 0, boundViolations: 0, unchecked: 0 }
   for (const f of sessionFindings) {
     if (f.openAtAnswer !== undefined) sessionCounts.checked++

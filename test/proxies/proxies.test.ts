@@ -19,8 +19,8 @@ import {
 } from './support/proxies.js'
 
 /**
- * The proxy recipes the project ships — docker-compose.yml's nginx, the README's nginx and
- * Caddy snippets — run by the real programs, read from those files, in front of a real
+ * The proxy recipes the project ships — docker-compose.yml's nginx, docs/proxies.md's nginx
+ * and Caddy recipes — run by the real programs, read from those files, in front of a real
  * gateway node (on PostgreSQL, through a relay the test can cut) and an echo upstream.
  *
  * The proxies do not depend on the gateway's store, so this file runs once, in the
@@ -113,13 +113,13 @@ async function suite(): Promise<void> {
     const addresses = { gateway, backend: echo.address }
     const readmeNginxPort = await freePort()
     proxies.push({
-      name: 'README nginx',
+      name: 'recipe nginx',
       proxy: await startNginx({ server: readmeNginxServer(addresses, readmeNginxPort) }, readmeNginxPort),
       expect: { unavailable: 500, down: 500 },
     })
 
     const caddyPort = await freePort()
-    proxies.push({ name: 'README Caddy', proxy: await startCaddy(readmeCaddyfile(addresses, caddyPort), caddyPort), expect: { unavailable: 503, down: 502 } })
+    proxies.push({ name: 'recipe Caddy', proxy: await startCaddy(readmeCaddyfile(addresses, caddyPort), caddyPort), expect: { unavailable: 503, down: 502 } })
   })
 
   t.teardown(async () => {
@@ -211,9 +211,9 @@ async function suite(): Promise<void> {
     t.teardown(() => Promise.allSettled([nginx.stop(), compose.stop(), caddy.stop(), verifier.close()]))
     const sent = { ...bearer(tokens.valid), cookie: 'session=' + 's'.repeat(4000), 'x-large': 'l'.repeat(7 * 1024), 'content-type': 'text/plain' }
     for (const [name, proxy, only] of [
-      ['README nginx', nginx, true],
+      ['recipe nginx', nginx, true],
       ['docker-compose.yml nginx', compose, true],
-      ['README Caddy', caddy, false],
+      ['recipe Caddy', caddy, false],
     ] as const) {
       const [verifiedBefore, before] = [verifier.received.length, echo.received.length]
       const answer = await fetch(proxy.url + '/chat/rooms/1', { method: 'POST', headers: sent, body: 'the message' })
@@ -243,7 +243,7 @@ async function suite(): Promise<void> {
     const addresses = { gateway: `127.0.0.1:${gatewayRelay.port}`, backend: backend.address }
     const [nginxPort, composePort, caddyPort] = [await freePort(), await freePort(), await freePort()]
     const recipes = [
-      ['README nginx', await startNginx({ server: readmeNginxServer(addresses, nginxPort) }, nginxPort)],
+      ['recipe nginx', await startNginx({ server: readmeNginxServer(addresses, nginxPort) }, nginxPort)],
       [
         'docker-compose.yml nginx',
         await startNginx(
@@ -251,7 +251,7 @@ async function suite(): Promise<void> {
           composePort,
         ),
       ],
-      ['README Caddy', await startCaddy(readmeCaddyfile(addresses, caddyPort), caddyPort)],
+      ['recipe Caddy', await startCaddy(readmeCaddyfile(addresses, caddyPort), caddyPort)],
     ] as const
     t.teardown(async () => {
       await Promise.allSettled(recipes.map(([, proxy]) => proxy.stop()))
@@ -272,7 +272,7 @@ async function suite(): Promise<void> {
     }
   })
 
-  t.test('README Caddy: an allow whose identity did not reach the request is never forwarded', async (t) => {
+  t.test('recipe Caddy: an allow whose identity did not reach the request is never forwarded', async (t) => {
     // Under load Caddy 2.6 now and then copies the placeholders of copy_headers instead of
     // the answer's headers (the bench's proxy scenario counts those as wrong answers); an
     // allow without identity headers makes it do so every time, and a forged header too.

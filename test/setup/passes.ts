@@ -31,6 +31,7 @@ const ONCE = [
   'test/nodes-board.test.ts',
   'test/packaging.test.ts',
   'test/proxies/proxies.test.ts',
+  'test/readme-walk-through.test.ts',
   'test/redis-bus-forgery.test.ts',
   'test/redis-bus.test.ts',
   'test/redis-sentinel.test.ts',

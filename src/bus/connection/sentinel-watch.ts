@@ -7,7 +7,7 @@ import { createSentinelClient, serverAddress } from './redis-connection.js'
  * leaves the old primary serving for seconds (Sentinel demotes it only after it saw the
  * new one for a while), so a node subscribed there would hear nothing written on the new
  * one; the lease on that connection says nothing about that. Two rules close it (the
- * argument is in the README, "Many nodes over Redis", under Redis Sentinel):
+ * argument is in docs/how-it-works.md, "Redis Sentinel: failover"):
  *
  * - a node trusts its cache only while a majority of sentinels, asked within the last
  *   lease, name the server its subscriber is connected to (`vouchedUntil`), and flushes it

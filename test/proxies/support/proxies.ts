@@ -10,21 +10,22 @@ import { ROOT, spawnProcess, type ChildHandle } from '../../support/processes.js
 import { locate } from '../../setup/tools.js'
 
 /**
- * Real nginx and Caddy processes on free ports, run with the configs the README and
+ * Real nginx and Caddy processes on free ports, run with the configs docs/proxies.md and
  * docker-compose.yml ship (read from those files here, so the docs cannot drift from what
  * is tested), in front of a real gateway node and an upstream that echoes what it receives.
  */
 
 // ── the shipped configs ──────────────────────────────────────────────────────
-/** The fenced block of `language` in the README section `heading` (of another copy of the README: `file`). */
-export function readmeBlock(heading: string, language: string, file = ROOT + 'README.md'): string {
-  const readme = readFileSync(file, 'utf8')
-  const start = readme.indexOf(`\n## ${heading}\n`)
-  if (start < 0) throw new Error(`README has no "## ${heading}" section`)
-  const end = readme.indexOf('\n## ', start + 1)
-  const section = readme.slice(start, end < 0 ? undefined : end)
-  const match = new RegExp('```' + language + '\\n([\\s\\S]*?)```').exec(section)
-  if (!match) throw new Error(`README section "${heading}" has no \`\`\`${language} block`)
+/** The guide whose recipes the tests and the bench's `proxy` scenario run. */
+export const RECIPES = ROOT + 'docs/proxies.md'
+
+/**
+ * The first fenced block of `language` in the recipes' page (or in another copy of the
+ * recipes: `file`, such as an older README that held them, for a before/after bench).
+ */
+export function recipeBlock(language: string, file = RECIPES): string {
+  const match = new RegExp('```' + language + '\\n([\\s\\S]*?)```').exec(readFileSync(file, 'utf8'))
+  if (!match) throw new Error(`${file} has no \`\`\`${language} block`)
   return match[1]!
 }
 
@@ -51,23 +52,23 @@ export interface Addresses {
 }
 
 /**
- * The README's nginx recipe (`upstream`s and a `server`) for `startNginx({ server })`,
- * pointed at `addresses` and listening on 127.0.0.1:`port`. A README before the recipe
- * named its own upstreams held only the two locations: those are wrapped with plain
- * `chat_auth` and `chat_backend` upstreams, as the recipe then asked (the bench measures
- * an older README's recipe with `--proxy-readme`).
+ * The nginx recipe (`upstream`s and a `server`) for `startNginx({ server })`, pointed at
+ * `addresses` and listening on 127.0.0.1:`port`. A README before the recipe named its own
+ * upstreams held only the two locations: those are wrapped with plain `chat_auth` and
+ * `chat_backend` upstreams, as the recipe then asked (the bench measures an older README's
+ * recipe with `--proxy-readme`).
  */
 export function readmeNginxServer(addresses: Addresses, port: number, file?: string): string {
-  const block = readmeBlock('Behind a reverse proxy', 'nginx', file)
+  const block = recipeBlock('nginx', file)
   if (!/^server \{/m.test(block)) {
     return `upstream chat_backend { server ${addresses.backend}; }\nupstream chat_auth { server ${addresses.gateway}; }\nserver {\n  listen 127.0.0.1:${port};\n${block}\n}\n`
   }
   return substitute(block, { 'chat-auth:3000': addresses.gateway, 'chat-backend:8000': addresses.backend, 'listen 8080;': `listen 127.0.0.1:${port};` })
 }
 
-/** The README's Caddyfile, pointed at `addresses` and listening on 127.0.0.1:`port`. */
+/** The Caddyfile recipe, pointed at `addresses` and listening on 127.0.0.1:`port`. */
 export function readmeCaddyfile(addresses: Addresses, port: number, file?: string): string {
-  return substitute(readmeBlock('Behind a reverse proxy', 'caddyfile', file), {
+  return substitute(recipeBlock('caddyfile', file), {
     ':8080 {': `http://127.0.0.1:${port} {`,
     'chat-auth:3000': addresses.gateway,
     'chat-backend:8000': addresses.backend,
