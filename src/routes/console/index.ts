@@ -29,6 +29,8 @@ export async function consoleRoutes(fastify: FastifyInstance, options: ConsoleRo
         scriptSrcAttr: ["'none'"],
       },
     },
+    // the same as frame-ancestors 'none', for browsers that only know this header
+    frameguard: { action: 'deny' },
   })
   await fastify.register(fastifyCookie, { hook: false })
   await fastify.register(consoleSessionRoutes, options)
