@@ -13,6 +13,7 @@ import t from 'tap'
 import { ADMIN_CALLER } from '../../src/domain.js'
 import { installErrorHandling } from '../../src/http/error-handler.js'
 import { consoleRoutes } from '../../src/routes/console/index.js'
+import { createConsoleSessions } from '../../src/auth/console-sessions.js'
 import { ADMIN_TOKEN, createTenant, errorBody, issueToken, leakedLogLines, snapshotRows, startApp, type TestApp } from '../support/helpers.js'
 import { sleep } from '../support/poll.js'
 import { INVALID_ADMIN_TOKEN } from '../support/spec-bodies.js'
@@ -161,6 +162,14 @@ t.test('idle timeout (CONSOLE_SESSION_IDLE) and the absolute 12 h, by the databa
   t.equal((await withCookie(short, busy.cookie, 'GET', '/console/api/session')).statusCode, 401, 'past 12 h since sign-in, however recently used')
   const pruned = await short.gateway.housekeeping.runOnce()
   t.ok(pruned.consoleSessions >= 1, 'housekeeping forgets it')
+})
+
+t.test('a session opened with ADMIN_TOKEN is not honoured by a node whose ADMIN_TOKEN differs (it was rotated)', async (t) => {
+  const opened = createConsoleSessions({ store: node.gateway.store, adminTokenHashMatches: (hash) => node.gateway.adminTokenHashMatches(hash), idleSeconds: 60 })
+  const { id } = await opened.open(ADMIN_CALLER, ADMIN_TOKEN)
+  t.match(await opened.find(id), { caller: ADMIN_CALLER })
+  const rotated = createConsoleSessions({ store: node.gateway.store, adminTokenHashMatches: () => false, idleSeconds: 60 })
+  t.equal(await rotated.find(id), undefined)
 })
 
 t.test('sign-in guessing is limited like the admin token: 429 past AUTH_FAILURE_LIMIT, even for the right token', async (t) => {
