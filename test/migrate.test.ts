@@ -135,7 +135,24 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
   t.same(await publicTables(), [], 'the store starts without any table')
   t.same((await migrate(db)).applied, files)
   t.same((await migrate(db)).applied, [])
-  t.same(await publicTables(), ['agent', 'api_key', 'change_log', 'change_log_pruned', 'change_outbox', 'company', 'customer_user', 'event', 'event_pruned', 'gateway_secret', 'revoked_token', 'schema_migration', 'webhook', 'webhook_delivery'])
+  t.same(await publicTables(), [
+    'agent',
+    'api_key',
+    'change_log',
+    'change_log_pruned',
+    'change_outbox',
+    'company',
+    'console_session',
+    'customer_user',
+    'event',
+    'event_pruned',
+    'gateway_secret',
+    'operator',
+    'revoked_token',
+    'schema_migration',
+    'webhook',
+    'webhook_delivery',
+  ])
   const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_outbox' AND column_name = 'xid'`)
   t.same(xid.map((r) => r.data_type), ['xid8'], 'change_outbox records the writing transaction (006)')
   await previousVersionView(t, db)

@@ -22,13 +22,21 @@ export interface TransportOptions {
   maxResponseBytes?: number
   /** another fetch (a proxy agent, a test double); default the global fetch. It is asked not to follow redirects (`redirect: 'manual'`) */
   fetch?: typeof fetch
+  /** fetch's `credentials` for every call (a page of the console: `'same-origin'`, so that the browser sends the session cookie) */
+  credentials?: 'omit' | 'same-origin' | 'include'
 }
 
 export interface ClientOptions extends TransportOptions {
   /** the company's API key, for issueToken, invalidate and revokeToken */
   apiKey?: { keyId: string; keySecret: string }
-  /** the deployment's ADMIN_TOKEN, for the `admin` calls (it travels in a header: no line break or character above U+00FF) */
+  /** the deployment's ADMIN_TOKEN or an operator's token, for the `admin` calls (it travels in a header: no line break or character above U+00FF) */
   adminToken?: string
+  /**
+   * A console session's anti-CSRF token (SPEC §10.3), instead of `adminToken`: the `admin`
+   * calls then send no Authorization, the browser's session cookie authenticates them (set
+   * `credentials`), and every write carries this as `x-csrf-token`.
+   */
+  csrf?: string
 }
 
 export interface TransportSettings {
@@ -38,6 +46,7 @@ export interface TransportSettings {
   retryDelayMs: number
   maxResponseBytes: number
   fetch: typeof fetch
+  credentials: 'omit' | 'same-origin' | 'include' | undefined
 }
 
 /** 4 MiB: far above the gateway's largest answer, far below what would hurt a caller to hold */
@@ -58,7 +67,9 @@ export function transportSettings(options: TransportOptions): TransportSettings 
   if (typeof retryDelayMs !== 'number' || !Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw optionError('retryDelayMs', 'a finite number of milliseconds ≥ 0', retryDelayMs)
   if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1) throw optionError('maxResponseBytes', `a whole number of bytes from 1 to ${Number.MAX_SAFE_INTEGER}`, maxResponseBytes)
   if (typeof fetch !== 'function') throw optionError('fetch', 'a function like the global fetch', fetch)
-  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, maxResponseBytes, fetch }
+  const { credentials } = options
+  if (credentials !== undefined && !['omit', 'same-origin', 'include'].includes(credentials)) throw optionError('credentials', "'omit', 'same-origin' or 'include'", credentials)
+  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, maxResponseBytes, fetch, credentials }
 }
 
 function baseUrl(value: unknown): URL {
@@ -78,7 +89,8 @@ function baseUrl(value: unknown): URL {
   return base
 }
 
-export function checkCredentials({ apiKey, adminToken }: ClientOptions): void {
+export function checkCredentials({ apiKey, adminToken, csrf }: ClientOptions): void {
+  if (csrf !== undefined && !isHeaderValue(csrf)) throw optionError('csrf', 'the session\'s csrf, a string a header can carry', csrf)
   if (adminToken !== undefined && !isHeaderValue(adminToken)) {
     throw typeof adminToken === 'string' ? new TypeError('client option adminToken: holds a character an HTTP header cannot carry (a line break, a control character or one above U+00FF)') : optionError('adminToken', 'a string', adminToken)
   }

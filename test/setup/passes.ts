@@ -29,6 +29,7 @@ const ONCE = [
   'test/migrate.test.ts',
   'test/multi-node.test.ts',
   'test/nodes-board.test.ts',
+  'test/operators-multi-node.test.ts',
   'test/packaging.test.ts',
   'test/proxies/proxies.test.ts',
   'test/readme-walk-through.test.ts',
