@@ -61,7 +61,7 @@ export interface CallOptions {
 const id = (value: string) => pathSegment(value, 'an id')
 
 export class ChatAuthClient {
-  /** The admin API (needs `adminToken`). */
+  /** The admin API (needs `adminToken`, or `session` in the console's page). */
   readonly admin: AdminClient
   /** The OAuth endpoints, for code that speaks RFC 7662 and RFC 7009 (needs `apiKey`). */
   readonly oauth: OAuthCalls
@@ -73,7 +73,7 @@ export class ChatAuthClient {
     this.transport = new Transport(options)
     checkCredentials(options)
     this.apiKey = options.apiKey
-    this.admin = new AdminClient(this.transport, options.adminToken)
+    this.admin = new AdminClient(this.transport, options.session === undefined ? options.adminToken : { csrf: options.session.csrf })
     this.oauth = new OAuthCalls(this.transport, options.apiKey)
   }
 
@@ -151,13 +151,15 @@ export class OAuthCalls {
 }
 
 /**
- * The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN>`). Every call is async,
- * so that a bad id rejects (INVALID_ARGUMENT) like any other failure instead of throwing.
+ * The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN or operator token>`, or
+ * the console's session cookie and anti-CSRF token). Every call is async, so that a bad id
+ * rejects (INVALID_ARGUMENT) like any other failure instead of throwing.
  */
 export class AdminClient {
   constructor(
     private readonly transport: Transport,
-    private readonly adminToken: string | undefined,
+    /** a bearer token, or the console session's anti-CSRF token (the cookie is the browser's) */
+    private readonly caller: string | { csrf: string } | undefined,
   ) {}
 
   async createCompany(body: { name: string }, options: CallOptions = {}): Promise<Company> {
@@ -252,8 +254,12 @@ export class AdminClient {
     return this.send({ method: 'GET', path: `/admin/v1/webhooks/${id(webhookId)}/deliveries`, query: { limit: page.limit }, idempotent: true }, options)
   }
 
-  private send<T>(call: Omit<Call, 'bearer' | 'signal'>, options: CallOptions): Promise<T> {
-    if (this.adminToken === undefined) return Promise.reject(new TypeError('admin calls need the client option adminToken'))
-    return this.transport.send<T>({ ...call, bearer: this.adminToken, signal: options.signal })
+  private send<T>(call: Omit<Call, 'bearer' | 'signal' | 'headers' | 'credentials'>, options: CallOptions): Promise<T> {
+    const caller = this.caller
+    if (caller === undefined) return Promise.reject(new TypeError('admin calls need the client option adminToken (or session)'))
+    if (typeof caller === 'string') return this.transport.send<T>({ ...call, bearer: caller, signal: options.signal })
+    // The session cookie goes with the call; a read needs no proof, a write does (SPEC §10.3).
+    const headers: Record<string, string> = call.method === 'GET' ? {} : { 'x-csrf-token': caller.csrf }
+    return this.transport.send<T>({ ...call, headers, credentials: 'same-origin', signal: options.signal })
   }
 }

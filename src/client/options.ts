@@ -27,8 +27,15 @@ export interface TransportOptions {
 export interface ClientOptions extends TransportOptions {
   /** the company's API key, for issueToken, invalidate and revokeToken */
   apiKey?: { keyId: string; keySecret: string }
-  /** the deployment's ADMIN_TOKEN, for the `admin` calls (it travels in a header: no line break or character above U+00FF) */
+  /** the deployment's ADMIN_TOKEN or an operator's token, for the `admin` calls (it travels in a header: no line break or character above U+00FF) */
   adminToken?: string
+  /**
+   * Instead of `adminToken`, in the console's page (SPEC §10.3): the `admin` calls carry the
+   * browser's session cookie (`credentials: 'same-origin'`, no Authorization header, so the
+   * page's script never holds a token), and every write carries the session's anti-CSRF token
+   * `csrf` (what `POST` or `GET /console/api/session` answered) in `x-csrf-token`.
+   */
+  session?: { csrf: string }
 }
 
 export interface TransportSettings {
@@ -78,9 +85,15 @@ function baseUrl(value: unknown): URL {
   return base
 }
 
-export function checkCredentials({ apiKey, adminToken }: ClientOptions): void {
+export function checkCredentials({ apiKey, adminToken, session }: ClientOptions): void {
   if (adminToken !== undefined && !isHeaderValue(adminToken)) {
     throw typeof adminToken === 'string' ? new TypeError('client option adminToken: holds a character an HTTP header cannot carry (a line break, a control character or one above U+00FF)') : optionError('adminToken', 'a string', adminToken)
+  }
+  if (session !== undefined) {
+    const csrf = (session as { csrf?: unknown } | null)?.csrf
+    if (typeof session !== 'object' || session === null || typeof csrf !== 'string' || csrf === '' || !isHeaderValue(csrf)) throw optionError('session', '{ csrf: string } (a non-empty header value)', session)
+    // Both would leave it unclear which identity a call acts as: say so now.
+    if (adminToken !== undefined) throw new TypeError('client option session: expected either session or adminToken, not both')
   }
   if (apiKey === undefined) return
   const key = apiKey as { keyId?: unknown; keySecret?: unknown } | null

@@ -17,6 +17,10 @@ export interface Call {
    * (the ChatAuthError's `code` is `error`), and `emptyAnswer` a success with no body.
    */
   oauth?: { emptyAnswer: boolean }
+  /** headers of the call's own (the console session's `x-csrf-token`) */
+  headers?: Record<string, string>
+  /** fetch's `credentials`: `'same-origin'` for a call that rides on the console's session cookie */
+  credentials?: 'same-origin'
   /** the Authorization header's token, where the call has one (present as a key even when the caller passed undefined: that is checked, not left out) */
   bearer?: string
   /**
@@ -79,7 +83,7 @@ export class Transport {
   }
 
   private prepare(call: Call): Request {
-    const headers: Record<string, string> = { accept: 'application/json' }
+    const headers: Record<string, string> = { accept: 'application/json', ...call.headers }
     if (call.body !== undefined) headers['content-type'] = 'application/json'
     if (call.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
     if ('bearer' in call) headers.authorization = `Bearer ${bearerToken(call.bearer)}`
@@ -95,7 +99,8 @@ export class Transport {
     try {
       const { fetch, maxResponseBytes } = this.settings
       // A redirect is refused, never followed (response.ts says why).
-      response = await fetch(url, { method: call.method, headers, body: sent, signal, redirect: 'manual' })
+      const credentials = call.credentials === undefined ? {} : { credentials: call.credentials }
+      response = await fetch(url, { method: call.method, headers, body: sent, signal, redirect: 'manual', ...credentials })
       text = await answerText(response, maxResponseBytes, `${call.method} ${url.pathname}`)
     } catch (error) {
       if (error instanceof ChatAuthError) throw error

@@ -374,6 +374,10 @@ t.test('client options are checked at construction: a TypeError naming the optio
     ['apiKey', { keyId: 'ak_x' }],
     ['apiKey', { keyId: 1, keySecret: 'sk_x' }],
     ['apiKey', 'ak_x:sk_x'],
+    ['session', {}],
+    ['session', { csrf: '' }],
+    ['session', { csrf: 'a\nb' }],
+    ['session', 'csrf'],
   ] as const) {
     t.throws(
       () => new ChatAuthClient({ baseUrl, [option]: value } as unknown as ConstructorParameters<typeof ChatAuthClient>[0]),
@@ -383,6 +387,32 @@ t.test('client options are checked at construction: a TypeError naming the optio
   }
   t.doesNotThrow(() => new ChatAuthClient({ baseUrl, timeoutMs: 1, retries: 0, retryDelayMs: 0, adminToken: ADMIN_TOKEN, apiKey: { keyId: 'ak', keySecret: 'sk' } }), 'the smallest settings')
   t.doesNotThrow(() => new ChatAuthClient({ baseUrl: new URL(baseUrl), timeoutMs: 2 ** 31 - 1 }), 'the largest timeout')
+})
+
+t.test('the console session (SPEC §10.3): no bearer token, the cookie sent (credentials same-origin), x-csrf-token on writes only', async (t) => {
+  const seen: { method: string; authorization?: string; csrf?: string }[] = []
+  const gateway = await hop(t, (request, response) => {
+    seen.push({ method: request.method!, authorization: request.headers.authorization, csrf: request.headers['x-csrf-token'] as string | undefined })
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keyId: 'ak_x', revokedAt: '2030-01-01T00:00:00.000Z' }))
+  })
+  const credentials: (string | undefined)[] = []
+  const recordingFetch: typeof fetch = (input, init) => {
+    credentials.push(init?.credentials)
+    return fetch(input, init)
+  }
+  const admin = new ChatAuthClient({ baseUrl: gateway.url, session: { csrf: 'csrf-of-the-session' }, fetch: recordingFetch }).admin
+  await admin.listApiKeys(randomUUID())
+  await admin.revokeApiKey('ak_x')
+  await admin.updateCustomerUser(randomUUID(), { active: false })
+  t.same(seen, [
+    { method: 'GET', authorization: undefined, csrf: undefined },
+    { method: 'DELETE', authorization: undefined, csrf: 'csrf-of-the-session' },
+    { method: 'PATCH', authorization: undefined, csrf: 'csrf-of-the-session' },
+  ], 'never an Authorization header; the proof on every write')
+  t.same(credentials, ['same-origin', 'same-origin', 'same-origin'], 'fetch is asked to send the cookie')
+  t.throws(() => new ChatAuthClient({ baseUrl, session: { csrf: 'x' }, adminToken: ADMIN_TOKEN }), { name: 'TypeError', message: /client option session: expected either session or adminToken/ })
+  // Against the real gateway, a session the page does not have is the admin API's 401.
+  t.match(await failure(new ChatAuthClient({ baseUrl, session: { csrf: 'x' } }).admin.listApiKeys(randomUUID())), { statusCode: 401, code: 'INVALID_ADMIN_TOKEN' })
 })
 
 t.test('verify resolves only with the identity of a 200 answer; anything else is PROTOCOL_ERROR, not retried', async (t) => {
