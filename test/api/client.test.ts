@@ -189,6 +189,14 @@ t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page
   const walked = []
   for await (const event of admin.events(company.id, { limit: 1 })) walked.push(event)
   t.same(walked, all.events, 'events() walks every page in order')
+
+  // A live feed polls with `after`: what committed since the cursor, oldest first, and where to go on from.
+  t.type(all.cursor, 'string')
+  t.same((await admin.listEvents(company.id, { after: all.cursor })).events, [], 'nothing new yet')
+  await admin.updateCustomerUser(issued.user.id, { active: true })
+  const since = await admin.listEvents(company.id, { after: all.cursor })
+  t.same(since.events.map((e) => e.type), ['user.activated'], 'what committed since the cursor')
+  t.same((await admin.listEvents(company.id, { after: since.cursor })).events, [], 'and its cursor goes on from there')
   t.match(await failure(admin.listEvents(company.id, { limit: 501 })), { statusCode: 400 })
   t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
 })
