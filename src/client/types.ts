@@ -99,6 +99,7 @@ export interface ApiKey {
 export interface RevokedApiKey {
   keyId: string
   revokedAt: string
+  receipt?: Receipt
 }
 
 export interface CustomerUser {
@@ -114,11 +115,96 @@ export interface CustomerUser {
 export interface CompanyTokensRevoked {
   companyId: string
   revokedAt: string
+  receipt: Receipt
 }
 
 export interface AgentTokensRevoked {
   agentId: string
   revokedAt: string
+  receipt: Receipt
+}
+
+/**
+ * SPEC §10.2: where a change went. Every node registered when it went out, how long after the
+ * commit each acknowledged (null: it did not, and refuses the change's tokens once its lease
+ * lapses), and the open sessions each ended.
+ */
+export interface Receipt {
+  changeId: string
+  outcome: 'acknowledged' | 'lease_expired' | 'embedded'
+  nodes: { nodeId: string; ackedAfterMs: number | null; sessionsEnded: number | null }[]
+}
+
+/** POST /admin/v1/customer-users/:id/invalidate */
+export interface UserTokensInvalidated {
+  customerUserId: string
+  newTokenVersion: number
+  receipt: Receipt
+}
+
+/** POST /admin/v1/tokens/revoke: `receipt` null for a token already expired or revoked */
+export interface AdminTokenRevoked extends TokenRevoked {
+  receipt: Receipt | null
+}
+
+/** SPEC §10.2: how many a company- or agent-wide revocation would reach. */
+export interface RevocationPreview {
+  /** active users with tokens it would end, as far as the store knows */
+  users: number
+  /** open sessions across the live nodes */
+  openSessions: number
+}
+
+export interface CompanyPage {
+  companies: Company[]
+  /** pass as `after` for the next page; null at the end */
+  next: string | null
+}
+
+/** SPEC §10.2: one live node, as GET /admin/v1/nodes lists it. */
+export interface GatewayNode {
+  nodeId: string
+  version: string | null
+  startedAt: string | null
+  ready: boolean
+  trusted: boolean
+  untrustedSince: string | null
+  lastChangeAt: string | null
+  changeLogReadAt: string | null
+  behind: { changes: number; ms: number }
+  cache: { users: number; bytes: number }
+  sessions: number
+  eventStreams: number
+  clockOffsetMs: number | null
+  redis: { follows: string | null; subscribed: boolean } | null
+}
+
+export type OperatorRole = 'viewer' | 'operator' | 'admin'
+
+/** SPEC §10.1: an operator as listed, never its token. */
+export interface Operator {
+  id: string
+  name: string
+  role: OperatorRole
+  createdAt: string
+  revokedAt: string | null
+  lastUsedAt: string | null
+}
+
+/** The answer of createOperator: the only time the token is shown. */
+export interface CreatedOperator {
+  id: string
+  name: string
+  role: OperatorRole
+  token: string
+  createdAt: string
+}
+
+export interface Redelivery {
+  deliveryId: string
+  webhookId: string
+  eventId: string
+  status: 'pending'
 }
 
 export type EventType =
@@ -137,7 +223,7 @@ export interface AuditEvent {
   id: string
   type: EventType
   at: string
-  actor: { kind: 'apiKey'; keyId: string } | { kind: 'admin' }
+  actor: { kind: 'apiKey'; keyId: string } | { kind: 'admin' } | { kind: 'operator'; id: string; name: string }
   /** the user, agent, company, key or token (`jti`) the event is about */
   subject: { kind: 'user' | 'agent' | 'company' | 'apiKey' | 'token'; id?: string; externalId?: string; keyId?: string; jti?: string }
   /** what else the change says, e.g. `newTokenVersion`; never a secret */
@@ -169,6 +255,8 @@ export interface CreatedWebhook extends Webhook {
 
 /** One event's delivery to an endpoint, as its last attempt left it. */
 export interface WebhookDelivery {
+  /** what redeliverWebhookDelivery takes */
+  deliveryId: string
   eventId: string
   eventType: EventType
   /** pending: not tried yet; retrying: the last attempt failed, another is due; failed: given up after 24 h */
