@@ -3,11 +3,9 @@
  * long after the commit each acknowledged (or that it did not, and refuses the change's
  * tokens once its lease lapses), and the open sessions each ended.
  */
-export interface Receipt {
-  changeId: string
-  outcome: 'acknowledged' | 'lease_expired' | 'embedded'
-  nodes: { nodeId: string; ackedAfterMs: number | null; sessionsEnded: number | null }[]
-}
+import type { Receipt } from '../../src/client/index.js'
+
+export type { Receipt }
 
 const OUTCOMES: Record<Receipt['outcome'], string> = {
   acknowledged: 'every node acknowledged',

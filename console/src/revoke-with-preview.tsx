@@ -1,7 +1,6 @@
 import { useState } from 'preact/hooks'
-import type { AdminClient } from '../../src/client/index.js'
+import type { AdminClient, RevocationPreview as Preview } from '../../src/client/index.js'
 import { useAction } from './api.js'
-import type { Preview } from './calls.js'
 import { ReceiptView, type Receipt } from './receipt.js'
 import { Confirm, Problem, Time } from './ui.js'
 

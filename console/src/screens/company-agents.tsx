@@ -79,7 +79,7 @@ function AgentRow({ agent, onChanged }: { agent: Agent; onChanged: (what: string
             disabled={toggle.running}
             onClick={async () => {
               const answer = await toggle.run()
-              if (answer) onChanged(`Agent ${agent.name} ${agent.active ? 'deactivated' : 'activated'}`, (answer as { receipt?: Receipt }).receipt ?? null)
+              if (answer) onChanged(`Agent ${agent.name} ${agent.active ? 'deactivated' : 'activated'}`, answer.receipt)
             }}
           >
             {agent.active ? 'Deactivate' : 'Activate'}

@@ -72,21 +72,9 @@ function WebhookCard({ hook, onDeleted }: { hook: Webhook; onDeleted: () => void
   )
 }
 
-interface Delivery {
-  deliveryId?: string
-  eventId: string
-  eventType: EventType
-  status: string
-  attempt: number
-  at: string | null
-  responseStatus: number | null
-  error: string | null
-  nextAttemptAt: string | null
-}
-
 function Deliveries({ webhookId }: { webhookId: string }) {
   const { session } = useConsole()
-  const deliveries = useLoad((admin) => admin.listWebhookDeliveries(webhookId, { limit: 50 }) as Promise<Delivery[]>, `deliveries:${webhookId}`, 5000)
+  const deliveries = useLoad((admin) => admin.listWebhookDeliveries(webhookId, { limit: 50 }), `deliveries:${webhookId}`, 5000)
   const redeliver = useAction((admin, deliveryId: string) => admin.redeliverWebhookDelivery(deliveryId))
   const operator = may(session.role, 'operator')
   if (deliveries.data === undefined) return deliveries.loading ? <Loading /> : <Problem error={deliveries.error} what="The deliveries could not be read" />
@@ -107,7 +95,7 @@ function Deliveries({ webhookId }: { webhookId: string }) {
         </thead>
         <tbody>
           {deliveries.data.map((delivery) => (
-            <tr key={delivery.deliveryId ?? delivery.eventId}>
+            <tr key={delivery.deliveryId}>
               <td>
                 <code title={delivery.eventId}>{delivery.eventType}</code>
               </td>
@@ -124,11 +112,9 @@ function Deliveries({ webhookId }: { webhookId: string }) {
               </td>
               {operator && (
                 <td>
-                  {delivery.deliveryId !== undefined && (
-                    <button type="button" disabled={redeliver.running} onClick={async () => (await redeliver.run(delivery.deliveryId!)) && deliveries.reload()}>
-                      Redeliver
-                    </button>
-                  )}
+                  <button type="button" disabled={redeliver.running} onClick={async () => (await redeliver.run(delivery.deliveryId)) && deliveries.reload()}>
+                    Redeliver
+                  </button>
                 </td>
               )}
             </tr>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useAction, useLoad } from '../api.js'
-import type { Operator } from '../calls.js'
+import type { Operator } from '../../../src/client/index.js'
 import { Confirm, Empty, Id, Loading, Problem, SecretOnce, Time } from '../ui.js'
 
 const ROLES = [
@@ -12,7 +12,7 @@ const ROLES = [
 /** SPEC §10.1 (admin): operators with names and roles; a token shown once; revoked at once on every node. */
 export function Operators() {
   useEffect(() => void (document.title = 'Operators · chat-auth console'), [])
-  const operators = useLoad((admin) => admin.listOperators() as Promise<Operator[]>, 'operators')
+  const operators = useLoad((admin) => admin.listOperators(), 'operators')
   const create = useAction((admin, name: string, role: Operator['role']) => admin.createOperator({ name, role }))
   const revoke = useAction((admin, id: string) => admin.revokeOperator(id))
   const [created, setCreated] = useState<{ name: string; token: string } | undefined>()

@@ -112,7 +112,7 @@ function UserActions({ id, active, onDone }: { id: string; active: boolean; onDo
           disabled={toggle.running}
           onClick={async () => {
             const answer = await toggle.run(!active)
-            if (answer) onDone(active ? 'User deactivated' : 'User reactivated', (answer as { receipt?: Receipt }).receipt ?? null)
+            if (answer) onDone(active ? 'User deactivated' : 'User reactivated', answer.receipt)
           }}
         >
           {active ? 'Deactivate' : 'Reactivate'}
