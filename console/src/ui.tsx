@@ -18,7 +18,7 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   const date = new Date(iso)
   return (
     <time dateTime={iso} title={iso}>
-      {date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' })}
+      {date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })}
     </time>
   )
 }

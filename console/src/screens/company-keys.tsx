@@ -47,8 +47,8 @@ export function ApiKeys({ companyId }: { companyId: string }) {
                   {admin && (
                     <td>
                       {key.revokedAt === null && (
-                        <button type="button" disabled={revoke.running} onClick={async () => (await revoke.run(key.keyId)) && keys.reload()}>
-                          Revoke key {key.keyId}
+                        <button type="button" class="danger" aria-label={`Revoke key ${key.keyId}`} disabled={revoke.running} onClick={async () => (await revoke.run(key.keyId)) && keys.reload()}>
+                          Revoke
                         </button>
                       )}
                     </td>

@@ -54,9 +54,7 @@ export function CompanyPage({ id, query }: { id: string; query: URLSearchParams 
           revoke={(admin) => admin.revokeCompanyTokens(c.id)}
         />
       )}
-      <div class="columns">
-        <ByExternalId companyId={c.id} externalId="" fixedCompany />
-      </div>
+      <ByExternalId companyId={c.id} externalId="" fixedCompany title="Find a user of this company" />
       <Agents companyId={c.id} />
       <ApiKeys companyId={c.id} />
       <Webhooks companyId={c.id} />

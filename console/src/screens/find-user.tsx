@@ -50,7 +50,7 @@ function ById() {
   )
 }
 
-export function ByExternalId({ companyId, externalId, fixedCompany = false }: { companyId: string; externalId: string; fixedCompany?: boolean }) {
+export function ByExternalId({ companyId, externalId, fixedCompany = false, title = 'By company and external id' }: { companyId: string; externalId: string; fixedCompany?: boolean; title?: string }) {
   const { admin, sessionLost } = useConsole()
   const [state, setState] = useState<{ searching: boolean; error?: string }>({ searching: false })
   // The search in the URL runs on load (a pasted link) and after each submit.
@@ -78,8 +78,8 @@ export function ByExternalId({ companyId, externalId, fixedCompany = false }: { 
     navigate(withQuery('/users', { companyId: company, externalId: external }))
   }
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="by-external-id">
-      <h2 id="by-external-id">By company and external id</h2>
+    <form class={fixedCompany ? 'card narrow' : 'card'} onSubmit={submit} aria-labelledby="by-external-id">
+      <h2 id="by-external-id">{title}</h2>
       {!fixedCompany && (
         <>
           <label for="companyId">Company id</label>

@@ -40,7 +40,7 @@ export function SignIn({ notice, onSignedIn }: { notice?: string; onSignedIn: (s
           </p>
         )}
         <label for="token">Operator token or ADMIN_TOKEN</label>
-        <input id="token" name="token" type="password" autocomplete="off" spellcheck={false} required aria-describedby={error ? 'sign-in-error' : undefined} />
+        <input ref={field} id="token" name="token" type="password" autocomplete="off" spellcheck={false} required aria-describedby={error ? 'sign-in-error' : undefined} />
         {error && (
           <p class="problem" role="alert" id="sign-in-error">
             {error}
