@@ -14,7 +14,11 @@ import { createCredentialGuard } from './http/credential-guard.js'
 import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
-import { registerOpenApi } from './http/openapi.js'
+import { packageVersion, registerOpenApi } from './http/openapi.js'
+import { createAdminCallers } from './auth/operators.js'
+import { createConsoleSessions } from './auth/console-sessions.js'
+import { consoleRoutes } from './routes/console/index.js'
+import { localNodes } from './routes/admin/local-node.js'
 import { eventStreamRoute } from './routes/events-stream.js'
 import { oauthRoutes } from './routes/oauth.js'
 import { createOAuthService } from './auth/oauth.js'
@@ -34,7 +38,17 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   // Each part gets the services it uses, never the whole gateway.
   const { authenticateApiKey, tokens, changes, revoker, verifyToken, store, bus, metrics, keyring, config } = gateway
   const failures = await registerFailureLimits(fastify, { limit: config.limits.authFailureLimit, redis: config.redis, redisPrefix: config.redisPrefix })
-  const credentials = createCredentialGuard({ authenticateApiKey, adminTokenMatches: (token) => gateway.adminTokenMatches(token), failures })
+  // SPEC §10.1: ADMIN_TOKEN or an operator's token, looked up in the store on every call.
+  const adminCallers = createAdminCallers({
+    store,
+    adminTokenMatches: (token) => gateway.adminTokenMatches(token),
+    onUseNotRecorded: (error) => fastify.log.warn({ err: error }, "could not record an operator's use"),
+  })
+  const credentials = createCredentialGuard({ authenticateApiKey, adminCallerOf: adminCallers.callerOf, failures })
+  // SPEC §10.3: the console's sessions, in the store; none with CONSOLE=false.
+  const consoleSessions = config.console.enabled
+    ? createConsoleSessions({ store, adminTokenHashMatches: (hash) => gateway.adminTokenHashMatches(hash), idleSeconds: config.console.sessionIdleSeconds })
+    : undefined
   // Before the routes: the API description is collected from each route as it is added.
   await registerOpenApi(fastify)
   await fastify.register(tokenRoute, { credentials, tokens })
@@ -48,7 +62,31 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(eventStreamRoute, { credentials, hub, cursorSecret })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds })
   const limits = { newUsers: config.newUsers, maxLiveTokenRevocations: config.maxLiveTokenRevocations }
-  await fastify.register(adminRoutes, { credentials, store, changes, cursorSecret, webhookDestinations: gateway.webhookDestinations, limits, prefix: '/admin/v1' })
+  // Until the bus's board of live nodes lands: this node alone (routes/admin/local-node.ts).
+  const nodes = localNodes({
+    nodeId: (bus as { nodeId?: string }).nodeId ?? 'embedded',
+    version: packageVersion(),
+    bus,
+    sessions: gateway.sessions,
+    eventStreams: hub,
+    clock: gateway.clock,
+    cachedUsers: () => ({ users: gateway.states.caches.users.size, bytes: gateway.states.bytes().users }),
+    ready: () => bus.health().ready && gateway.warmedUp() && gateway.clock.state() !== 'skewed',
+  })
+  await fastify.register(adminRoutes, {
+    credentials,
+    consoleSessions,
+    noteUsed: adminCallers.noteUsed,
+    store,
+    changes,
+    revoker,
+    nodes,
+    cursorSecret,
+    webhookDestinations: gateway.webhookDestinations,
+    limits,
+    prefix: '/admin/v1',
+  })
+  if (consoleSessions !== undefined) await fastify.register(consoleRoutes, { credentials, sessions: consoleSessions })
 }
 
 /**

@@ -162,6 +162,23 @@ export function isCanonicalUuid(value: string): boolean {
   return value.length === 36 && CANONICAL_UUID.test(value)
 }
 
-/** Who made a change, as the audit trail names it (SPEC §7.2): never a secret. */
-export type Actor = { kind: 'apiKey'; keyId: string } | { kind: 'admin' }
+/** Who made a change, as the audit trail names it (SPEC §7.2, §10.1): never a secret. */
+export type Actor = { kind: 'apiKey'; keyId: string } | { kind: 'admin' } | { kind: 'operator'; id: string; name: string }
 export const ADMIN: Actor = { kind: 'admin' }
+
+/** SPEC §10.1: what a caller of the admin API may do, each role all that the one before may. */
+export const ROLES = ['viewer', 'operator', 'admin'] as const
+export type Role = (typeof ROLES)[number]
+
+export const isRole = (value: unknown): value is Role => (ROLES as readonly unknown[]).includes(value)
+
+/** Whether a caller holding `held` may make a call that needs `needed`. */
+export const roleAllows = (held: Role, needed: Role): boolean => ROLES.indexOf(held) >= ROLES.indexOf(needed)
+
+/** Who calls the admin API: ADMIN_TOKEN (role admin), or a named operator with its role. */
+export interface Caller {
+  role: Role
+  actor: Actor
+}
+
+export const ADMIN_CALLER: Caller = { role: 'admin', actor: ADMIN }

@@ -55,6 +55,10 @@ export const errors = {
   userLimit: (limit: number) => new ApiError(409, 'USER_LIMIT', `The company has reached its limit of ${limit} users`),
   customerUserNotFound: define(400, 'CUSTOMER_USER_NOT_FOUND', 'Customer user not found or does not belong to your company'),
   invalidAdminToken: define(401, 'INVALID_ADMIN_TOKEN', 'Invalid admin token', ADMIN_CHALLENGE),
+  // SPEC §10.1: the caller is known, its role does not allow the call; nothing was done.
+  insufficientRole: define(403, 'FORBIDDEN', 'Insufficient role'),
+  // SPEC §10.3: a write from a console session without the session's anti-CSRF token.
+  csrf: define(403, 'CSRF', 'Missing or wrong CSRF token'),
   notFound: (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`),
   invalidDefaultAgent: define(400, 'INVALID_DEFAULT_AGENT', 'defaultAgentId must be an agent of this company'),
   validation: (message: string) => new ApiError(400, 'VALIDATION_ERROR', message),

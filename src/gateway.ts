@@ -51,6 +51,8 @@ export interface Gateway extends Services {
   /** the admin token, when this boot generated it (so it must be shown once) */
   readonly generatedAdminToken: string | undefined
   adminTokenMatches(presented: string): boolean
+  /** whether a SHA-256 of a token is the admin token's (a console session opened with it) */
+  adminTokenHashMatches(hash: Buffer): boolean
   /** the sessions opened on this node (SPEC §8.1): `chatAuthPlugin`'s `openChatSession` */
   readonly sessions: Sessions
   /** the node's event streams (SPEC §8.2): `GET /rest/v1/auth/events` */
@@ -122,6 +124,7 @@ export const gatewayPlugin = fp<GatewayOptions & { config: Config }>(
       clock,
       generatedAdminToken: keys.generatedAdminToken,
       adminTokenMatches: keys.adminTokenMatches,
+      adminTokenHashMatches: keys.adminTokenHashMatches,
     } satisfies Gateway)
   },
   { name: 'chat-auth-gateway', fastify: '5.x' },

@@ -13,6 +13,8 @@ export interface Keys {
   /** the admin token, when this boot generated it (so it must be shown once) */
   generatedAdminToken: string | undefined
   adminTokenMatches(presented: string): boolean
+  /** whether a SHA-256 of a token is this node's admin token's (a console session opened with it: SPEC §10.3) */
+  adminTokenHashMatches(hash: Buffer): boolean
 }
 
 /** The JWT keys (configured, or generated once and kept in the store) and the admin token. */
@@ -24,6 +26,7 @@ export async function loadKeys(config: Config, store: Pick<Store, 'getOrCreateSe
     jwtKeys,
     generatedAdminToken,
     adminTokenMatches: (presented) => timingSafeEqual(sha256(presented), adminTokenHash),
+    adminTokenHashMatches: (hash) => hash.length === adminTokenHash.length && timingSafeEqual(hash, adminTokenHash),
   }
 }
 

@@ -1,4 +1,6 @@
 import { errors } from '../errors.js'
+import { isCanonicalUuid, type Actor } from '../domain.js'
+import type { Receipt } from '../bus/bus.js'
 import type { Changes } from '../changes.js'
 import { claimedKid, type Keyring } from '../jwt/keyring.js'
 
@@ -16,6 +18,12 @@ export interface TokenRevoker {
    * revocations and this token is not one of them: nothing is written.
    */
   revoke(key: { companyId: string; keyId: string }, token: string): Promise<{ jti: string; exp: number }>
+  /**
+   * SPEC §10.2: the same for the admin API: a token of any company, as long as it carries our
+   * valid signature (its own company's limit applies). `receipt` null: the token was already
+   * revoked or has expired.
+   */
+  revokeAnyCompany(token: string, actor: Actor): Promise<{ jti: string; exp: number; receipt: Receipt | null }>
 }
 
 export interface TokenRevokerOptions {
@@ -36,35 +44,44 @@ const MAX_JTI_LENGTH = 128
 const MAX_EXP_SECONDS = 253_402_300_799
 
 export function createTokenRevoker({ keyring, changes, graceSeconds, maxLiveRevocations }: TokenRevokerOptions): TokenRevoker {
+  /** Revokes the token if it is ours (of `companyId` when given): its jti and exp, and the receipt (null: nothing new to refuse). */
+  async function revoke(token: string, companyId: string | undefined, actor: Actor): Promise<{ jti: string; exp: number; receipt: Receipt | null }> {
+    const claims = token.length > 0 ? keyring.verify(token) : undefined
+    if (claims === undefined) {
+      const kid = claimedKid(token)
+      if (kid !== undefined && !keyring.kids.includes(kid)) throw errors.tokenKeyUnknown()
+    }
+    const { jti, exp, sub } = claims ?? {}
+    if (
+      claims === undefined ||
+      typeof claims.companyId !== 'string' ||
+      !isCanonicalUuid(claims.companyId) ||
+      (companyId !== undefined && claims.companyId !== companyId) ||
+      typeof jti !== 'string' ||
+      typeof sub !== 'string' ||
+      jti.length === 0 ||
+      jti.length > MAX_JTI_LENGTH ||
+      !Number.isSafeInteger(exp) ||
+      (exp as number) > MAX_EXP_SECONDS
+    ) {
+      throw errors.tokenNotFound()
+    }
+    const expiry = exp as number
+    const revoked = await changes.revokeToken(claims.companyId, jti, expiry, sub, { maxLive: maxLiveRevocations, graceSeconds }, actor)
+    if (revoked === 'limit-reached') throw errors.revocationLimit(maxLiveRevocations)
+    // Expired past the grace by the store's clock: refused at check 2 on every node within
+    // MAX_CLOCK_SKEW; nothing written (SPEC: an expired token answers 200 again).
+    if (revoked === 'expired') return { jti, exp: expiry, receipt: null }
+    // The company exists (the key belongs to it, or it signed the token); no row would mean it just vanished.
+    if (revoked === undefined) throw errors.tokenNotFound()
+    return { jti, exp: expiry, receipt: revoked.record.first ? revoked.receipt : null }
+  }
+
   return {
     async revoke({ companyId, keyId }, token) {
-      const claims = token.length > 0 ? keyring.verify(token) : undefined
-      if (claims === undefined) {
-        const kid = claimedKid(token)
-        if (kid !== undefined && !keyring.kids.includes(kid)) throw errors.tokenKeyUnknown()
-      }
-      const { jti, exp, sub } = claims ?? {}
-      if (
-        claims === undefined ||
-        claims.companyId !== companyId ||
-        typeof jti !== 'string' ||
-        typeof sub !== 'string' ||
-        jti.length === 0 ||
-        jti.length > MAX_JTI_LENGTH ||
-        !Number.isSafeInteger(exp) ||
-        (exp as number) > MAX_EXP_SECONDS
-      ) {
-        throw errors.tokenNotFound()
-      }
-      const expiry = exp as number
-      const revoked = await changes.revokeToken(companyId, jti, expiry, sub, { maxLive: maxLiveRevocations, graceSeconds }, { kind: 'apiKey', keyId })
-      if (revoked === 'limit-reached') throw errors.revocationLimit(maxLiveRevocations)
-      // Expired past the grace by the store's clock: refused at check 2 on every node within
-      // MAX_CLOCK_SKEW; nothing written (SPEC: an expired token answers 200 again).
-      if (revoked === 'expired') return { jti, exp: expiry }
-      // The company exists (the key belongs to it); no row would mean it just vanished.
-      if (revoked === undefined) throw errors.tokenNotFound()
-      return { jti, exp: expiry }
+      const { jti, exp } = await revoke(token, companyId, { kind: 'apiKey', keyId })
+      return { jti, exp }
     },
+    revokeAnyCompany: (token, actor) => revoke(token, undefined, actor),
   }
 }

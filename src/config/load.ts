@@ -39,6 +39,7 @@ export function parseConfig(env: Env): Config {
     seedDemo: values.SEED_DEMO,
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),
+    console: { enabled: values.CONSOLE, sessionIdleSeconds: values.CONSOLE_SESSION_IDLE },
   }
   if (config.warmUpUsers > config.cacheSize) {
     throw new ConfigError('WARM_UP_USERS', `must not exceed CACHE_SIZE (${config.cacheSize}): the cache would evict what the warm-up read`)

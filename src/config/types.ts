@@ -52,6 +52,15 @@ export interface Config {
   redisPrefix: string
   /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
   limits: LimitsConfig
+  /** SPEC §10.3: the operators' console (CONSOLE, CONSOLE_SESSION_IDLE) */
+  console: ConsoleConfig
+}
+
+export interface ConsoleConfig {
+  /** served at /console/ (CONSOLE) */
+  enabled: boolean
+  /** a session unused this long ends (CONSOLE_SESSION_IDLE); every one ends 12 h after sign-in */
+  sessionIdleSeconds: number
 }
 
 /** A company's new users: a bucket of `burst` refilled at `perMinute`, and at most `maxUsers` users in all. */

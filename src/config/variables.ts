@@ -76,6 +76,9 @@ export const VARIABLES = {
   MAX_EVENT_STREAMS_PER_COMPANY: integer(1, 1_000_000, { default: '16', help: "open event streams of one company per node; past it: 429 (the other companies' streams still open)" }),
   MAX_REQUESTS_PER_SOCKET: integer(0, 10_000_000, { default: '0', help: 'requests on one connection before it is closed (0: no limit)' }),
   AUTH_FAILURE_LIMIT: integer(0, 1_000_000, { default: '20', help: 'failed credentials per minute per client or keyId (0: no limit)' }),
+  // SPEC §10.3: the console is served by every node unless turned off; the admin API stays either way.
+  CONSOLE: boolean({ default: 'true', help: 'serve the operators\' console at /console/ (false: every /console path is 404; the admin API stays)' }),
+  CONSOLE_SESSION_IDLE: span(12 * 3600, { default: '30m', help: 'a console session unused this long ends (<n>ms, <n>s or <n>m; every session ends 12 h after sign-in)' }),
   TRUST_PROXY: proxies({ help: 'addresses or CIDR ranges of the proxies whose X-Forwarded-For names the client' }),
 } satisfies Record<string, Variable<unknown>>
 

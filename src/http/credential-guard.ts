@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import type { AuthenticateApiKey } from '../auth/credentials.js'
 import { bearerToken } from '../auth/verify.js'
-import type { ApiKeyState } from '../domain.js'
+import type { ApiKeyState, Caller } from '../domain.js'
+import type { AdminCallerOf } from '../auth/operators.js'
 import { andThen, type MaybePromise } from '../cache/states.js'
 import { ApiError, errors } from '../errors.js'
 import type { FailureLimits } from './failure-limits.js'
@@ -18,13 +19,19 @@ export interface CredentialGuard {
    * a value when nothing needed waiting for (a cached key, no failure limit to consult)
    */
   apiKey(request: FastifyRequest, keyId: string, keySecret: string): MaybePromise<ApiKeyState>
-  /** resolves when the request carries the admin token; else the SPEC's 401 / 429 */
-  admin(request: FastifyRequest): Promise<void>
+  /**
+   * the caller its `Authorization: Bearer` names (ADMIN_TOKEN or a live operator's token,
+   * SPEC §10.1); else the SPEC's 401 / 429
+   */
+  admin(request: FastifyRequest): Promise<Caller>
+  /** the same for a token presented otherwise (the console's sign-in, SPEC §10.3) */
+  adminToken(request: FastifyRequest, token: string): Promise<Caller>
 }
 
 export interface CredentialGuardOptions {
   authenticateApiKey: AuthenticateApiKey
-  adminTokenMatches(presented: string): boolean
+  /** the caller a bearer token of the admin API names (auth/operators.ts) */
+  adminCallerOf: AdminCallerOf
   /** undefined: no limit (AUTH_FAILURE_LIMIT=0) */
   failures: FailureLimits | undefined
 }
@@ -37,7 +44,7 @@ export function presentedKeyId(request: FastifyRequest): string | undefined {
   return presentedKeyIds.get(request)
 }
 
-export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, failures }: CredentialGuardOptions): CredentialGuard {
+export function createCredentialGuard({ authenticateApiKey, adminCallerOf, failures }: CredentialGuardOptions): CredentialGuard {
   /**
    * Resolves (or, when the limits answer at once and nothing is blocked, returns) when the
    * request may present credentials; rejects with the SPEC's 429 otherwise.
@@ -57,6 +64,16 @@ export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, f
     throw error
   }
 
+  async function adminCaller(request: FastifyRequest, token: string | undefined): Promise<Caller> {
+    await admit(request)
+    const caller = token === undefined ? undefined : await adminCallerOf(token)
+    if (caller === undefined) {
+      await failed(request)
+      throw errors.invalidAdminToken()
+    }
+    return caller
+  }
+
   return {
     apiKey(request, keyId, keySecret) {
       presentedKeyIds.set(request, keyId.slice(0, 128))
@@ -65,13 +82,11 @@ export function createCredentialGuard({ authenticateApiKey, adminTokenMatches, f
         return key instanceof Promise ? key.catch((error: unknown) => refusedKey(request, keyId, error)) : key
       })
     },
-    async admin(request) {
-      await admit(request)
-      const token = bearerToken(request.headers.authorization)
-      if (token === undefined || !adminTokenMatches(token)) {
-        await failed(request)
-        throw errors.invalidAdminToken()
-      }
+    admin(request) {
+      return adminCaller(request, bearerToken(request.headers.authorization))
+    },
+    adminToken(request, token) {
+      return adminCaller(request, token)
     },
   }
 }

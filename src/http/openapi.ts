@@ -169,7 +169,7 @@ function described(responses: Record<string, unknown>): Record<string, unknown> 
 }
 
 /** The package's version, from its package.json (dist/src/http/ or src/http/ below the root). */
-function packageVersion(): string {
+export function packageVersion(): string {
   for (const candidate of ['../../../package.json', '../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string; version?: string }

@@ -41,6 +41,8 @@ export interface Sessions {
   onChange(change: AppliedChange): number | Promise<number>
   /** A new epoch: every open session is read again. */
   onEpoch(): void
+  /** open sessions of a company or an agent on this node (SPEC §10.2's revocation preview) */
+  count(scope: 'company' | 'agent', id: string): number
   /** the node closes: every open session is aborted with NODE_CLOSING */
   close(): void
 }
@@ -211,6 +213,7 @@ export function createSessions(options: SessionsOptions): Sessions {
   return {
     onChange,
     onEpoch,
+    count: (scope, id) => index.of(scope, id)?.filter((session) => session.open).length ?? 0,
     async open(token) {
       if (closing) throw new StoreUnavailableError('the node is closing')
       const changesBefore = changesSeen

@@ -143,6 +143,25 @@ export function companyStore(db: Db) {
 
     countCompanies: (): Promise<number> => count(db, 'SELECT count(*) AS n FROM company'),
 
+    /**
+     * SPEC §10.2: companies whose name contains `query` (case-insensitive; every company when
+     * undefined), ordered by name then id, the first `limit` after the position `after`.
+     */
+    searchCompanies: (query: string | undefined, limit: number, after?: { name: string; id: string }): Promise<CompanyRecord[]> =>
+      all(
+        db,
+        `SELECT ${COMPANY_COLUMNS} FROM company
+         WHERE ($1::text IS NULL OR strpos(lower(name), lower($1::text)) > 0)
+           AND ($2::text IS NULL OR (name, id) > ($2::text, $3::uuid))
+         ORDER BY name, id LIMIT $4`,
+        [query ?? null, after?.name ?? null, after?.id ?? null, limit],
+        toCompany,
+      ),
+
+    /** SPEC §10.2's preview: the active users of a company (or of an agent) as the store knows them. */
+    activeUsersOf: (scope: 'company' | 'agent', id: string): Promise<number> =>
+      count(db, scope === 'company' ? 'SELECT count(*) AS n FROM customer_user WHERE company_id = $1 AND active' : 'SELECT count(*) AS n FROM customer_user WHERE agent_id = $1 AND active', [id]),
+
     /** The first agent of a company becomes its default agent. undefined: no such company. */
     createAgent: (companyId: string, name: string, active: boolean): Promise<AgentRecord | undefined> =>
       one(

@@ -30,8 +30,9 @@ const json = (value: unknown): Record<string, unknown> => (typeof value === 'str
 
 const toEvent = (row: EventRow): EventRecord => ({ id: String(row.id), type: row.type, at: row.at, actor: json(row.actor), subject: json(row.subject), detail: json(row.detail) })
 
-/** The actor of an event as a statement's jsonb parameter: an API key by its public id alone, never its secret. */
-export const actorJson = (actor: Actor): string => JSON.stringify(actor.kind === 'apiKey' ? { kind: 'apiKey', keyId: actor.keyId } : { kind: 'admin' })
+/** The actor of an event as a statement's jsonb parameter: an API key by its public id alone, an operator by id and name; never a secret. */
+export const actorJson = (actor: Actor): string =>
+  JSON.stringify(actor.kind === 'apiKey' ? { kind: 'apiKey', keyId: actor.keyId } : actor.kind === 'operator' ? { kind: 'operator', id: actor.id, name: actor.name } : { kind: 'admin' })
 
 /** An event as the stream reads it: with its company and the transaction that wrote it. */
 export interface CommittedEvent extends EventRecord {

@@ -7,6 +7,7 @@ import { secretStore } from './secrets.js'
 import { tokenRevocationStore } from './token-revocations.js'
 import { userStore } from './users.js'
 import { webhookStore } from './webhooks.js'
+import { operatorStore } from './operators.js'
 
 export type { ApiKeyRecord } from './api-keys.js'
 export type { ChangesRead } from './change-log.js'
@@ -14,12 +15,13 @@ export type { AgentRecord, CompanyRecord, CompanyTokensRevoked, CompanyUsage } f
 export type { CommittedEvent, EventRecord, EventsRead } from './events.js'
 export type { TokenRevocation } from './token-revocations.js'
 export type { NewUserLimits, UserCreation, UserRecord } from './users.js'
+export type { LiveConsoleSession, LiveOperator, OperatorRecord, SessionLifetime } from './operators.js'
 export type { AttemptOutcome, DeliveryRecord, DueDelivery, LeasedEndpoint, WebhookRecord } from './webhooks.js'
 
 /**
  * Every SQL statement of the service, over either back end, as one object: one module per
  * aggregate (users; companies and agents; API keys; token revocations; events; the change
- * log; generated secrets; webhooks), each with its own row mappers.
+ * log; generated secrets; webhooks; operators and their console sessions), each with its own row mappers.
  */
 export function createStore(db: Db) {
   return {
@@ -37,6 +39,7 @@ export function createStore(db: Db) {
     ...changeLogStore(db),
     ...secretStore(db),
     ...webhookStore(db),
+    ...operatorStore(db),
   }
 }
 

@@ -17,6 +17,7 @@ export interface WebhookRecord {
 }
 
 export interface DeliveryRecord {
+  id: string
   eventId: string
   eventType: string
   /** attempts made */
@@ -70,6 +71,7 @@ interface WebhookRow {
 const toWebhook = (row: WebhookRow): WebhookRecord => ({ id: row.id, companyId: row.company_id, url: row.url, types: row.types, createdAt: row.created_at })
 
 interface DeliveryRow {
+  id: BigintColumn
   event_id: BigintColumn
   event_type: string
   attempts: number
@@ -80,6 +82,7 @@ interface DeliveryRow {
   next_attempt_at: Date | null
 }
 const toDelivery = (row: DeliveryRow): DeliveryRecord => ({
+  id: String(row.id),
   eventId: String(row.event_id),
   eventType: row.event_type,
   attempts: row.attempts,
@@ -114,10 +117,24 @@ export function webhookStore(db: Db) {
     listDeliveries: (webhookId: string, limit: number): Promise<DeliveryRecord[]> =>
       all(
         db,
-        `SELECT event_id, event_type, attempts, last_attempt_at, last_status, last_error, delivered_at, next_attempt_at
+        `SELECT id, event_id, event_type, attempts, last_attempt_at, last_status, last_error, delivered_at, next_attempt_at
          FROM webhook_delivery WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`,
         [webhookId, limit],
         toDelivery,
+      ),
+
+    /**
+     * SPEC §10.2: that delivery's event queued again for its endpoint, as a new delivery due
+     * now (the same payload, as first sent). undefined: no such delivery (or its endpoint is gone).
+     */
+    redeliver: (deliveryId: string): Promise<{ id: string; webhookId: string; eventId: string } | undefined> =>
+      one(
+        db,
+        `INSERT INTO webhook_delivery (webhook_id, event_id, event_type, payload)
+         SELECT webhook_id, event_id, event_type, payload FROM webhook_delivery WHERE id = $1::bigint
+         RETURNING id, webhook_id, event_id`,
+        [deliveryId],
+        (row: { id: BigintColumn; webhook_id: string; event_id: BigintColumn }) => ({ id: String(row.id), webhookId: row.webhook_id, eventId: String(row.event_id) }),
       ),
 
     /**

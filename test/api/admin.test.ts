@@ -3,7 +3,7 @@
  * default agents, API keys (secret shown once, idempotent revocation), and that
  * deactivations and revocations take effect before the call returns.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   ADMIN_TOKEN,
   createTenant,
@@ -29,6 +29,13 @@ const INVALID_DEFAULT_AGENT = errorBody(400, 'defaultAgentId must be an agent of
 
 const node = await startApp(t)
 const tenant = (name = 'Acme'): Promise<Tenant> => createTenant(node, name)
+
+/** An answer of a change without its receipt (SPEC §10.2), which must be the embedded store's: one node, acknowledged by itself. */
+function receipted(t: Test, body: Record<string, unknown>): Record<string, unknown> {
+  const { receipt, ...rest } = body
+  t.match(receipt, { changeId: String, outcome: 'embedded', nodes: [{ nodeId: 'embedded', ackedAfterMs: Number, sessionsEnded: 0 }] }, 'the answer has its receipt')
+  return rest
+}
 
 async function get(url: string) {
   const response = await node.admin('GET', url)
@@ -89,7 +96,7 @@ t.test('with the admin token, an unknown admin path is a 404 ROUTE_NOT_FOUND', a
     ['GET', '/admin/v1/no-such-thing'],
     ['DELETE', '/admin/v1/companies'],
     ['PUT', '/admin/v1/companies'],
-    ['GET', '/admin/v1/companies'],
+    ['GET', '/admin/v1/agents'],
     ['GET', '/admin/v1/agents/00000000-0000-4000-8000-000000000000'],
     ['POST', '/admin/v2/companies'],
   ] as const) {
@@ -158,14 +165,14 @@ t.test('agents: PATCH name and active', async (t) => {
   const original = (await node.admin('POST', `/admin/v1/companies/${acme.companyId}/agents`, { name: 'Patchable' })).json()
   const renamed = await node.admin('PATCH', `/admin/v1/agents/${original.id}`, { name: 'Renamed' })
   t.equal(renamed.statusCode, 200)
-  t.strictSame(renamed.json(), { ...original, name: 'Renamed' })
+  t.strictSame(receipted(t, renamed.json()), { ...original, name: 'Renamed' })
   const deactivated = await node.admin('PATCH', `/admin/v1/agents/${original.id}`, { active: false })
-  t.strictSame(deactivated.json(), { ...original, name: 'Renamed', active: false })
+  t.strictSame(receipted(t, deactivated.json()), { ...original, name: 'Renamed', active: false })
   const empty = await node.admin('PATCH', `/admin/v1/agents/${original.id}`, {})
   t.equal(empty.statusCode, 200)
-  t.strictSame(empty.json(), { ...original, name: 'Renamed', active: false }, 'an empty patch changes nothing')
+  t.strictSame(receipted(t, empty.json()), { ...original, name: 'Renamed', active: false }, 'an empty patch changes nothing')
   const both = await node.admin('PATCH', `/admin/v1/agents/${original.id}`, { name: 'Both', active: true })
-  t.strictSame(both.json(), { ...original, name: 'Both', active: true })
+  t.strictSame(receipted(t, both.json()), { ...original, name: 'Both', active: true })
 })
 
 t.test('PATCH agent active false: its tokens are refused before the call returns, and accepted again after reactivation', async (t) => {
@@ -241,10 +248,10 @@ t.test('api keys: the secret is shown once; the list shows metadata only; revoca
   t.equal(revoked.statusCode, 200)
   const revocation = revoked.json()
   t.match(revocation.revokedAt, ISO_RE)
-  t.strictSame(revocation, { keyId: key.keyId, revokedAt: revocation.revokedAt })
+  t.strictSame(receipted(t, revocation), { keyId: key.keyId, revokedAt: revocation.revokedAt })
   const again = await node.admin('DELETE', `/admin/v1/api-keys/${key.keyId}`)
   t.equal(again.statusCode, 200, 'revoking twice is fine')
-  t.strictSame(again.json(), revocation, 'and keeps the first revocation time')
+  t.strictSame(receipted(t, again.json()), receipted(t, revocation), 'and keeps the first revocation time')
   const after = (await get(`/admin/v1/companies/${acme.companyId}/api-keys`)) as Array<Record<string, unknown>>
   t.equal(after.find((item) => item.keyId === key.keyId)!.revokedAt, revocation.revokedAt, 'the list shows revokedAt')
   t.equal(after.find((item) => item.keyId === anonymous.keyId)!.revokedAt, null, 'the other keys are not revoked')
@@ -290,7 +297,7 @@ t.test('customer users: read, deactivate, reactivate', async (t) => {
   t.equal((await verify(node, issued.token)).statusCode, 200, 'control: accepted, and now cached')
   const deactivated = await node.admin('PATCH', `/admin/v1/customer-users/${issued.user.id}`, { active: false })
   t.equal(deactivated.statusCode, 200)
-  t.strictSame(deactivated.json(), { ...user, active: false })
+  t.strictSame(receipted(t, deactivated.json()), { ...user, active: false })
   t.strictSame(await get(`/admin/v1/customer-users/${issued.user.id}`), { ...user, active: false })
 
   const refused = await verify(node, issued.token)
@@ -301,9 +308,9 @@ t.test('customer users: read, deactivate, reactivate', async (t) => {
   t.strictSame(noToken.json(), errorBody(403, 'Customer user is inactive', 'CUSTOMER_USER_INACTIVE'))
 
   const again = await node.admin('PATCH', `/admin/v1/customer-users/${issued.user.id}`, { active: false })
-  t.strictSame(again.json(), { ...user, active: false }, 'deactivating twice is fine')
+  t.strictSame(receipted(t, again.json()), { ...user, active: false }, 'deactivating twice is fine')
   const reactivated = await node.admin('PATCH', `/admin/v1/customer-users/${issued.user.id}`, { active: true })
-  t.strictSame(reactivated.json(), user, 'reactivated: as before, tokenVersion unchanged')
+  t.strictSame(receipted(t, reactivated.json()), user, 'reactivated: as before, tokenVersion unchanged')
   t.equal((await verify(node, issued.token)).statusCode, 200)
   t.equal((await issueToken(node, acme, 'admin-user')).user.id, issued.user.id)
 })

@@ -157,7 +157,7 @@ t.test('company revoke-tokens: 200, every token of the company refused, later on
 
   const response = await node.admin('POST', `/admin/v1/companies/${acme.companyId}/revoke-tokens`)
   t.equal(response.statusCode, 200)
-  t.strictSame(Object.keys(response.json()).sort(), ['companyId', 'revokedAt'])
+  t.strictSame(Object.keys(response.json()).sort(), ['companyId', 'receipt', 'revokedAt'])
   t.equal(response.json().companyId, acme.companyId)
   t.match(response.json().revokedAt, ISO_RE)
   for (const issued of tokens) t.strictSame((await verify(node, issued.token)).json(), TOKEN_REVOKED)
@@ -183,7 +183,7 @@ t.test('agent revoke-tokens: 200, the agent\'s tokens refused, the other agents\
 
   const response = await node.admin('POST', `/admin/v1/agents/${bot.id}/revoke-tokens`)
   t.equal(response.statusCode, 200)
-  t.strictSame(Object.keys(response.json()).sort(), ['agentId', 'revokedAt'])
+  t.strictSame(Object.keys(response.json()).sort(), ['agentId', 'receipt', 'revokedAt'])
   t.equal(response.json().agentId, bot.id)
   t.match(response.json().revokedAt, ISO_RE)
   t.strictSame((await verify(node, ofBot.token)).json(), TOKEN_REVOKED)

@@ -164,7 +164,9 @@ export function errorBody(statusCode: number, message: string, code: string) {
 
 /**
  * Every row of the service's tables, as one comparable string, to prove that a refused
- * request changed nothing. api_key.last_used_at is left out: it is written in batches.
+ * request changed nothing. What each use writes is left out (api_key.last_used_at, written in
+ * batches; an operator's last use and a console session's last sight), and what the webhook
+ * sender writes.
  */
 export async function snapshotRows(node: TestApp): Promise<string> {
   const queries = [
@@ -175,6 +177,12 @@ export async function snapshotRows(node: TestApp): Promise<string> {
     'SELECT * FROM revoked_token ORDER BY jti',
     // not the lease columns: a node's webhook sender writes them
     'SELECT id, company_id, url, types, secret, created_at FROM webhook ORDER BY id',
+    // not the attempts: the sender writes them
+    'SELECT id, webhook_id, event_id FROM webhook_delivery ORDER BY id',
+    'SELECT id, type, actor, subject FROM event ORDER BY id',
+    // not last_used_at nor last_seen_at: each use writes them
+    'SELECT id, name, role, token_hash, created_at, revoked_at FROM operator ORDER BY id',
+    'SELECT id_hash, operator_id, csrf, created_at, ended_at FROM console_session ORDER BY id_hash',
   ]
   const tables = await Promise.all(queries.map((sql) => node.gateway.db.query<Record<string, unknown>>(sql)))
   return JSON.stringify(tables, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('hex') : value))

@@ -4,8 +4,9 @@ import type { AdminServices } from './index.js'
 import { generateApiKey, looksLikeKeyId } from '../../auth/api-keys.js'
 import { errors } from '../../errors.js'
 import { isUuid } from '../../domain.js'
+import { callerOf } from '../../http/admin-callers.js'
 import { errorResponses, Text } from '../../http/schemas.js'
-import { ApiKeyListItem, apiKeyListBody } from './schemas.js'
+import { ApiKeyListItem, apiKeyListBody, Receipt, receiptBody } from './schemas.js'
 
 const CreatedApiKey = Type.Object({
   keyId: Type.String(),
@@ -15,7 +16,8 @@ const CreatedApiKey = Type.Object({
   createdAt: Type.String(),
 })
 
-export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {  const CompanyParams = Type.Object({ companyId: Type.String() })
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {
+  const CompanyParams = Type.Object({ companyId: Type.String() })
 
   fastify.post(
     '/companies/:companyId/api-keys',
@@ -23,7 +25,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fas
       schema: {
         params: CompanyParams,
         body: Type.Object({ name: Type.Optional(Text(200)) }),
-        response: { 201: CreatedApiKey, ...errorResponses(400, 401, 404) },
+        response: { 201: CreatedApiKey, ...errorResponses(400, 401, 403, 404) },
       },
       // `{name?}`: no body at all is a key without a name.
       preValidation: async (request) => {
@@ -33,7 +35,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fas
     async (request, reply) => {
       const { companyId } = request.params
       const { keyId, keySecret, secretHash } = generateApiKey()
-      const created = isUuid(companyId) ? await store.createApiKey(companyId, keyId, secretHash, request.body.name ?? null) : undefined
+      const created = isUuid(companyId) ? await store.createApiKey(companyId, keyId, secretHash, request.body.name ?? null, callerOf(request).actor) : undefined
       if (created === undefined) throw errors.notFound('Company')
       // The only time the secret is shown; only its hash is kept.
       return reply.code(201).send({ keyId, keySecret, companyId: created.companyId, name: created.name, createdAt: created.createdAt.toISOString() })
@@ -42,7 +44,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fas
 
   fastify.get(
     '/companies/:companyId/api-keys',
-    { schema: { params: CompanyParams, response: { 200: Type.Array(ApiKeyListItem), ...errorResponses(401, 404) } } },
+    { schema: { params: CompanyParams, response: { 200: Type.Array(ApiKeyListItem), ...errorResponses(401, 403, 404) } } },
     async (request) => {
       const { companyId } = request.params
       if (!isUuid(companyId) || (await store.getCompany(companyId)) === undefined) throw errors.notFound('Company')
@@ -55,14 +57,14 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fas
     {
       schema: {
         params: Type.Object({ keyId: Type.String() }),
-        response: { 200: Type.Object({ keyId: Type.String(), revokedAt: Type.String() }), ...errorResponses(401, 404, 503) },
+        response: { 200: Type.Object({ keyId: Type.String(), revokedAt: Type.String(), receipt: Receipt }), ...errorResponses(401, 403, 404, 503) },
       },
     },
     async (request) => {
       // Refused on every node before this answers (SPEC §4).
-      const revoked = looksLikeKeyId(request.params.keyId) ? await changes.revokeApiKey(request.params.keyId) : undefined
+      const revoked = looksLikeKeyId(request.params.keyId) ? await changes.revokeApiKey(request.params.keyId, callerOf(request).actor) : undefined
       if (revoked === undefined) throw errors.notFound('API key')
-      return { keyId: revoked.record.keyId, revokedAt: revoked.record.revokedAt!.toISOString() }
+      return { keyId: revoked.record.keyId, revokedAt: revoked.record.revokedAt!.toISOString(), receipt: receiptBody(revoked.receipt) }
     },
   )
 }

@@ -26,7 +26,11 @@ const Event = Type.Object({
   id: Type.String(),
   type: EventType,
   at: Type.String({ format: 'date-time' }),
-  actor: Type.Union([Type.Object({ kind: Type.Literal('apiKey'), keyId: Type.String() }), Type.Object({ kind: Type.Literal('admin') })]),
+  actor: Type.Union([
+    Type.Object({ kind: Type.Literal('apiKey'), keyId: Type.String() }),
+    Type.Object({ kind: Type.Literal('admin') }),
+    Type.Object({ kind: Type.Literal('operator'), id: Type.String(), name: Type.String() }),
+  ]),
   subject: Type.Object({
     kind: Type.Union([Type.Literal('user'), Type.Literal('agent'), Type.Literal('company'), Type.Literal('apiKey'), Type.Literal('token')]),
     id: Type.Optional(Type.String()),

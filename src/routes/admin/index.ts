@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import type { Changes } from '../../changes.js'
 import type { NewUserLimits, StoreReads } from '../../store/store.js'
-import type { CredentialGuard } from '../../http/credential-guard.js'
+import type { TokenRevoker } from '../../auth/revoke-token.js'
+import { resolveAdminCallers, type AdminCallersOptions } from '../../http/admin-callers.js'
 import { errors } from '../../errors.js'
+import { enforceRoles } from './roles.js'
 import { companyRoutes } from './companies.js'
 import { agentRoutes } from './agents.js'
 import { apiKeyRoutes } from './api-keys.js'
@@ -10,6 +12,9 @@ import { customerUserRoutes } from './customer-users.js'
 import { revocationRoutes } from './revocations.js'
 import { eventRoutes } from './events.js'
 import { webhookRoutes } from './webhooks.js'
+import { operatorRoutes } from './operators.js'
+import { nodeRoutes, type NodesView } from './nodes.js'
+import { userRevocationRoutes } from './user-revocations.js'
 import type { Destinations } from '../../webhooks/destinations.js'
 
 /** What the admin routes use: plain reads and writes, and the writes every node must see. */
@@ -22,6 +27,10 @@ export interface AdminServices {
   webhookDestinations: Pick<Destinations, 'refusal'>
   /** SPEC §7.3: the per-company limits, for the usage read */
   limits: CompanyLimits
+  /** SPEC §10.2: one token revoked by the admin API, whatever its company */
+  revoker: Pick<TokenRevoker, 'revokeAnyCompany'>
+  /** SPEC §10.2: the live nodes, and their open sessions of a company or agent */
+  nodes: NodesView
 }
 
 /** What one company may hold of the shared store and caches (SPEC §7.3). */
@@ -30,20 +39,24 @@ export interface CompanyLimits {
   maxLiveTokenRevocations: number
 }
 
-export interface AdminRoutesOptions extends AdminServices {
-  /** admin-token check with the failed-credential limit (SPEC §7.3) */
-  credentials: Pick<CredentialGuard, 'admin'>
-}
+/** How each request's caller is found (SPEC §10.1, §10.3), with the failed-credential limit (SPEC §7.3). */
+export type AdminRoutesOptions = AdminServices & AdminCallersOptions
 
-/** SPEC §4: everything under /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`. */
-export async function adminRoutes(fastify: FastifyInstance, { credentials, store, changes, cursorSecret, webhookDestinations, limits }: AdminRoutesOptions): Promise<void> {
+/**
+ * SPEC §4, §10.1: everything under /admin/v1 needs a caller — ADMIN_TOKEN, an operator's
+ * token, or a console session — whose role allows the call (roles.ts).
+ */
+export async function adminRoutes(fastify: FastifyInstance, options: AdminRoutesOptions): Promise<void> {
+  const { credentials, consoleSessions, noteUsed } = options
+  const { store, changes, cursorSecret, webhookDestinations, limits, revoker, nodes } = options
+  const services: AdminServices = { store, changes, cursorSecret, webhookDestinations, limits, revoker, nodes }
   // Unknown admin paths included: a guess on any of them counts.
-  fastify.addHook('onRequest', async (request) => credentials.admin(request))
-  // Unknown admin paths answer 404 too, but only to a caller holding the admin token.
+  await resolveAdminCallers(fastify, { credentials, consoleSessions, noteUsed })
+  enforceRoles(fastify)
+  // Unknown admin paths answer 404 too, but only to a known caller.
   fastify.setNotFoundHandler(async (request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
-  const services = { store, changes, cursorSecret, webhookDestinations, limits }
   await fastify.register(companyRoutes, services)
   await fastify.register(agentRoutes, services)
   await fastify.register(apiKeyRoutes, services)
@@ -51,4 +64,7 @@ export async function adminRoutes(fastify: FastifyInstance, { credentials, store
   await fastify.register(revocationRoutes, services)
   await fastify.register(eventRoutes, services)
   await fastify.register(webhookRoutes, services)
+  await fastify.register(operatorRoutes, services)
+  await fastify.register(nodeRoutes, services)
+  await fastify.register(userRevocationRoutes, services)
 }

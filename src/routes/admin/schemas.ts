@@ -1,5 +1,32 @@
 import { Type } from '@sinclair/typebox'
+import type { Receipt as BusReceipt } from '../../bus/bus.js'
 import type { AgentRecord, ApiKeyRecord, CompanyRecord, UserRecord } from '../../store/store.js'
+
+/** SPEC §10.2: where a change arrived, as the node that made it saw it (bus/bus.ts, `Receipt`). */
+export const Receipt = Type.Object(
+  {
+    changeId: Type.String(),
+    outcome: Type.Union([Type.Literal('acknowledged'), Type.Literal('lease_expired'), Type.Literal('embedded')], {
+      description: 'acknowledged: every node acknowledged; lease_expired: the writer waited out the lease of a node that did not; embedded: the single node of the embedded store',
+    }),
+    nodes: Type.Array(
+      Type.Object({
+        nodeId: Type.String(),
+        ackedAfterMs: Type.Union([Type.Number(), Type.Null()], { description: 'ms from the commit to its acknowledgement; null: it did not acknowledge, and refuses the change\'s tokens once its lease lapsed' }),
+        sessionsEnded: Type.Union([Type.Integer(), Type.Null()], { description: 'open sessions (SPEC §8.1) the change ended there; null: not known' }),
+      }),
+      { description: 'every node registered when the change went out' },
+    ),
+  },
+  { description: 'where the change arrived (SPEC §10.2)' },
+)
+
+/** A receipt as answered: the bus's own, field by field (the response schema drops anything else). */
+export const receiptBody = (receipt: BusReceipt) => ({
+  changeId: receipt.changeId,
+  outcome: receipt.outcome,
+  nodes: receipt.nodes.map((node) => ({ nodeId: node.nodeId, ackedAfterMs: node.ackedAfterMs, sessionsEnded: node.sessionsEnded })),
+})
 
 export const Company = Type.Object({
   id: Type.String(),

@@ -22,6 +22,7 @@ const CreatedWebhook = Type.Object({
   secret: Type.String({ description: '`whsec_…`: verifies the signatures (Standard Webhooks). Shown only in this answer' }),
 })
 const Delivery = Type.Object({
+  deliveryId: Type.String({ description: 'this delivery (redeliver it with POST /admin/v1/webhook-deliveries/{deliveryId}/redeliver)' }),
   eventId: Type.String(),
   eventType: EventType,
   status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('retrying'), Type.Literal('failed')], {
@@ -42,6 +43,7 @@ const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 // The store keeps only the types the schema let in.
 const webhookBody = (w: WebhookRecord): Static<typeof Webhook> => ({ id: w.id, companyId: w.companyId, url: w.url, types: w.types as Static<typeof Webhook>['types'], createdAt: w.createdAt.toISOString() })
 const deliveryBody = (d: DeliveryRecord): Static<typeof Delivery> => ({
+  deliveryId: d.id,
   eventId: d.eventId,
   eventType: d.eventType as Static<typeof EventType>,
   status: d.deliveredAt !== null ? 'delivered' : d.nextAttemptAt === null ? 'failed' : d.attempts === 0 ? 'pending' : 'retrying',
@@ -150,6 +152,27 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fa
       const webhookId = canonicalUuid(request.params.webhookId)
       if (webhookId === undefined || (await store.getWebhook(webhookId)) === undefined) throw errors.notFound('Webhook')
       return (await store.listDeliveries(webhookId, limitOf(request.query.limit))).map(deliveryBody)
+    },
+  )
+
+  // SPEC §10.2: that delivery's event queued again for its endpoint, due now; the listing shows it.
+  fastify.post(
+    '/webhook-deliveries/:deliveryId/redeliver',
+    {
+      schema: {
+        params: Type.Object({ deliveryId: Type.String() }),
+        response: {
+          202: Type.Object({ deliveryId: Type.String(), webhookId: Type.String(), eventId: Type.String(), status: Type.Literal('pending') }, { description: 'Queued: the new delivery, due now' }),
+          ...errorResponses(401, 403, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { deliveryId } = request.params
+      // Delivery ids are positive bigints: anything else names none.
+      const queued = /^[1-9][0-9]{0,17}$/.test(deliveryId) ? await store.redeliver(deliveryId) : undefined
+      if (queued === undefined) throw errors.notFound('Webhook delivery')
+      return reply.code(202).send({ deliveryId: queued.id, webhookId: queued.webhookId, eventId: queued.eventId, status: 'pending' as const })
     },
   )
 }
