@@ -33,6 +33,12 @@ const IDENTITY = {
   expiresAt: '2030-01-01T00:00:00.000Z',
 }
 
+/** A client with a new API key of `companyId`. */
+async function tenantClient(companyId: string) {
+  const key = await admin.createApiKey(companyId, { name: 'webhook test' })
+  return new ChatAuthClient({ baseUrl, apiKey: { keyId: key.keyId, keySecret: key.keySecret } })
+}
+
 async function tenant(name: string) {
   const company = await admin.createCompany({ name })
   const agent = await admin.createAgent(company.id, { name: `${name} agent` })
@@ -99,7 +105,10 @@ t.test('every admin call of SPEC §4', async (t) => {
   t.notOk(JSON.stringify(keys).includes(unnamed.keySecret), 'never a secret in the list')
   const revoked = await admin.revokeApiKey(unnamed.keyId)
   t.match(revoked, { keyId: unnamed.keyId, revokedAt: ISO_RE })
-  t.same(await admin.revokeApiKey(unnamed.keyId), revoked, 'idempotent')
+  // A repeat is another (empty) change: its own receipt, the same revocation.
+  const { receipt: _first, ...once } = revoked
+  const { receipt: _again, ...twice } = await admin.revokeApiKey(unnamed.keyId)
+  t.same(twice, once, 'idempotent')
 
   const issued = await client.issueToken({ userId: 'admin-user' })
   const user = await admin.getCustomerUser(issued.user.id)
@@ -201,7 +210,29 @@ t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page
   t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
 })
 
-t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDeliveries, deleteWebhook', async (t) => {
+t.test('SPEC §10.1–10.2: the console\'s calls — nodes, search, find by external id, invalidate and revoke with receipts, previews, operators', async (t) => {
+  const { company, agent, client } = await tenant('Console calls')
+  const issued = await client.issueToken({ userId: 'console-user' })
+  t.ok((await admin.listNodes()).nodes.length >= 1, 'listNodes: at least this node')
+  const found = await admin.searchCompanies({ query: 'console calls', limit: 1 })
+  t.same(found.companies.map((c) => c.id), [company.id], 'searchCompanies: by name, case-insensitive')
+  t.equal((await admin.findCustomerUser({ companyId: company.id, externalId: 'console-user' })).id, issued.user.id, 'findCustomerUser')
+  t.match(await failure(admin.findCustomerUser({ companyId: company.id, externalId: 'nobody' })), { statusCode: 404, code: 'NOT_FOUND' })
+  t.same(await admin.previewCompanyRevocation(company.id), { users: 1, openSessions: 0 }, 'previewCompanyRevocation')
+  t.same(await admin.previewAgentRevocation(agent.id), { users: 1, openSessions: 0 }, 'previewAgentRevocation')
+  const invalidated = await admin.invalidateCustomerUser(issued.user.id)
+  t.match(invalidated, { customerUserId: issued.user.id, newTokenVersion: 1, receipt: { changeId: String, nodes: Array } })
+  const second = await client.issueToken({ userId: 'console-user' })
+  const revoked = await admin.revokeTokenAsAdmin(second.token)
+  t.match(revoked, { message: 'Token revoked successfully', receipt: { changeId: String } })
+  t.equal((await admin.revokeTokenAsAdmin(second.token)).receipt, null, 'a repeat: no receipt')
+  const operator = await admin.createOperator({ name: 'Client Test', role: 'viewer' })
+  t.match(operator.token, /^opt_/)
+  t.ok((await admin.listOperators()).some((o) => o.id === operator.id && !('token' in o)), 'listed, without its token')
+  t.match(await admin.revokeOperator(operator.id), { id: operator.id, revokedAt: ISO_RE })
+})
+
+t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDeliveries, redeliverWebhookDelivery, deleteWebhook', async (t) => {
   const { company } = await tenant('Hooked')
   const created = await admin.createWebhook(company.id, { url: 'https://hooks.example.com/in', types: ['token.revoked'] })
   t.match(created, { companyId: company.id, url: 'https://hooks.example.com/in', types: ['token.revoked'], secret: /^whsec_/ })
@@ -210,6 +241,13 @@ t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDe
   const { secret: _secret, ...listed } = created
   t.same(await admin.listWebhooks(company.id), [listed], 'never the secret')
   t.same(await admin.listWebhookDeliveries(created.id, { limit: 5 }), [])
+  // An event of its type is queued for it; redeliverWebhookDelivery queues it again (SPEC §10.2).
+  const hooked = await tenantClient(company.id)
+  await hooked.revokeToken((await hooked.issueToken({ userId: 'hooked-user' })).token)
+  const [delivery] = await admin.listWebhookDeliveries(created.id, { limit: 5 })
+  t.match(delivery, { deliveryId: String, eventType: 'token.revoked' })
+  t.match(await admin.redeliverWebhookDelivery(delivery!.deliveryId), { deliveryId: String, webhookId: created.id, eventId: delivery!.eventId, status: 'pending' })
+  t.equal((await admin.listWebhookDeliveries(created.id, { limit: 5 })).length, 2, 'the listing shows the redelivery')
   t.same(await admin.deleteWebhook(created.id), listed)
   t.match(await failure(admin.deleteWebhook(created.id)), { statusCode: 404, code: 'NOT_FOUND', message: 'Webhook not found' })
   t.match(await failure(admin.createWebhook(company.id, { url: 'ftp://hooks.example.com/' })), { statusCode: 400, code: 'VALIDATION_ERROR' })
