@@ -1,4 +1,4 @@
-import type { AdminClient, EventType } from './client/index.js'
+import type { AdminClient, EventType, Role } from './client/index.js'
 
 /** The admin client's calls (its `events` generator aside: the CLI lists one page). */
 type AdminMethod = Exclude<keyof AdminClient, 'events'>
@@ -6,7 +6,21 @@ type AdminMethod = Exclude<keyof AdminClient, 'events'>
 /** The CLI's admin subcommands, each mapped to one call of the typed client (SPEC §4, §7.1, §7.2, §9.3). */
 export type AdminCall = { [M in AdminMethod]: { call: M; args: Parameters<AdminClient[M]> } }[AdminMethod]
 
-export type Flags = { name?: string; 'default-agent-id'?: string; active?: string; inactive?: boolean; limit?: string; before?: string; endpoint?: string; types?: string }
+export type Flags = {
+  name?: string
+  'default-agent-id'?: string
+  active?: string
+  inactive?: boolean
+  limit?: string
+  before?: string
+  after?: string
+  endpoint?: string
+  types?: string
+  role?: string
+  query?: string
+  'company-id'?: string
+  'external-id'?: string
+}
 
 interface Command {
   /** the arguments after `chat-auth <group> <action>`, as the usage shows them */
@@ -30,6 +44,11 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       call: (id, f) => ({ call: 'updateCompany', args: [id('a company id'), defined({ name: f.name, defaultAgentId: f['default-agent-id'] })] }),
     },
     'revoke-tokens': { usage: 'COMPANY_ID   (every token of the company issued so far)', call: (id) => ({ call: 'revokeCompanyTokens', args: [id('a company id')] }) },
+    'preview-revoke': { usage: 'COMPANY_ID   (the active users and open sessions revoke-tokens would end)', call: (id) => ({ call: 'previewCompanyRevocation', args: [id('a company id')] }) },
+    search: {
+      usage: '[--query TEXT] [--limit 1-100] [--after CURSOR]   (by name, any case; "next" is the next page\'s --after)',
+      call: (_, f) => ({ call: 'searchCompanies', args: [defined({ query: f.query, limit: f.limitFlag(), after: f.after })] }),
+    },
   },
   agents: {
     create: {
@@ -41,6 +60,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       call: (id, f) => ({ call: 'updateAgent', args: [id('an agent id'), defined({ name: f.name, active: f.activeFlag() })] }),
     },
     'revoke-tokens': { usage: 'AGENT_ID   (every token of the agent issued so far)', call: (id) => ({ call: 'revokeAgentTokens', args: [id('an agent id')] }) },
+    'preview-revoke': { usage: 'AGENT_ID   (the active users and open sessions revoke-tokens would end)', call: (id) => ({ call: 'previewAgentRevocation', args: [id('an agent id')] }) },
   },
   'api-keys': {
     create: { usage: 'COMPANY_ID [--name NAME]', call: (id, f) => ({ call: 'createApiKey', args: [id('a company id'), defined({ name: f.name })] }) },
@@ -49,6 +69,8 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   },
   users: {
     get: { usage: 'CUSTOMER_USER_ID', call: (id) => ({ call: 'getCustomerUser', args: [id('a customer user id')] }) },
+    find: { usage: '--company-id COMPANY_ID --external-id EXTERNAL_ID   (the user by your customer\'s id of it)', call: (_, f) => ({ call: 'findCustomerUser', args: [f['company-id']!, f['external-id']!] }) },
+    invalidate: { usage: 'CUSTOMER_USER_ID   (every token of the user issued so far)', call: (id) => ({ call: 'invalidateUser', args: [id('a customer user id')] }) },
     update: {
       usage: 'CUSTOMER_USER_ID --active true|false',
       call: (id, f) => {
@@ -66,10 +88,28 @@ const COMMANDS: Record<string, Record<string, Command>> = {
     },
     list: { usage: 'COMPANY_ID', call: (id) => ({ call: 'listWebhooks', args: [id('a company id')] }) },
     delete: { usage: 'WEBHOOK_ID', call: (id) => ({ call: 'deleteWebhook', args: [id('a webhook id')] }) },
+    redeliver: { usage: 'DELIVERY_ID   (that event again, to that endpoint, now)', call: (id) => ({ call: 'redeliver', args: [id('a delivery id')] }) },
     deliveries: {
       usage: 'WEBHOOK_ID [--limit 1-500]   (the latest, newest event first)',
       call: (id, f) => ({ call: 'listWebhookDeliveries', args: [id('a webhook id'), defined({ limit: f.limitFlag() })] }),
     },
+  },
+  tokens: {
+    revoke: { usage: 'TOKEN|-   (any company\'s token; - reads it from standard input, which no other user of the machine sees)', call: (id) => ({ call: 'revokeToken', args: [id('a token, or - to read it from standard input')] }) },
+  },
+  operators: {
+    create: {
+      usage: '--name NAME --role viewer|operator|admin   (the answer\'s token is shown once)',
+      call: (_, f) => {
+        if (f.role !== 'viewer' && f.role !== 'operator' && f.role !== 'admin') throw new UsageError('--role takes viewer, operator or admin', 'operators')
+        return { call: 'createOperator', args: [{ name: f.name!, role: f.role as Role }] }
+      },
+    },
+    list: { usage: '', call: () => ({ call: 'listOperators', args: [] }) },
+    revoke: { usage: 'OPERATOR_ID   (its token and console sessions end on every node)', call: (id) => ({ call: 'revokeOperator', args: [id('an operator id')] }) },
+  },
+  nodes: {
+    list: { usage: '', call: () => ({ call: 'listNodes', args: [] }) },
   },
   events: {
     list: {
@@ -110,6 +150,23 @@ export function howToCheckWrite({ call, args }: AdminCall): string | undefined {
       return `run "chat-auth webhooks list ${args[0]}": a webhook there whose secret you never saw was made by this call; delete it with "chat-auth webhooks delete WEBHOOK_ID" and create another (two would each get every event)`
     case 'deleteWebhook':
       return `run "chat-auth webhooks list <its company id>": once ${args[0]} is not there it is deleted; a repeat answers 404`
+    case 'previewCompanyRevocation':
+    case 'previewAgentRevocation':
+    case 'searchCompanies':
+    case 'findCustomerUser':
+    case 'listOperators':
+    case 'listNodes':
+      return undefined
+    case 'invalidateUser':
+      return `run "chat-auth users get ${args[0]}": a tokenVersion one higher than before means it was; running it again would also revoke the tokens issued since`
+    case 'revokeToken':
+      return 'running it again is harmless: a revoked token answers 200 again'
+    case 'redeliver':
+      return 'run "chat-auth webhooks deliveries <its webhook id>": a new pending delivery of that event means it was; running it again would queue another'
+    case 'createOperator':
+      return `run "chat-auth operators list": an operator named "${args[0].name}" there whose token you never saw was made by this call; revoke it with "chat-auth operators revoke OPERATOR_ID" and create another`
+    case 'revokeOperator':
+      return 'running it again is harmless: a revoked operator answers with its revocation time'
     case 'listWebhooks':
     case 'listWebhookDeliveries':
     case 'getCompany':
@@ -121,7 +178,13 @@ export function howToCheckWrite({ call, args }: AdminCall): string | undefined {
 }
 
 /** Flags a command cannot do without (checked before the call is made). */
-const REQUIRED_FLAGS: Record<string, keyof Flags> = { 'companies create': 'name', 'agents create': 'name', 'webhooks create': 'endpoint' }
+const REQUIRED_FLAGS: Record<string, Array<keyof Flags>> = {
+  'companies create': ['name'],
+  'agents create': ['name'],
+  'webhooks create': ['endpoint'],
+  'operators create': ['name', 'role'],
+  'users find': ['company-id', 'external-id'],
+}
 
 /** The usage lines of one group, or of every group. */
 export function adminUsage(group?: string): string {
@@ -141,8 +204,7 @@ export function adminCall(group: string, action: string, id: string | undefined,
   const command = Object.hasOwn(actions, action) ? actions[action]! : undefined
   if (command === undefined) throw new UsageError(`${group} has no action "${action}"`, group)
   const name = `${group} ${action}`
-  const flag = REQUIRED_FLAGS[name]
-  if (flag !== undefined) required(flags[flag] as string | undefined, `--${flag}`, name)
+  for (const flag of REQUIRED_FLAGS[name] ?? []) required(flags[flag] as string | undefined, `--${flag}`, name)
   const activeFlag = (): boolean | undefined => {
     if (flags.active === undefined) return undefined
     if (flags.active !== 'true' && flags.active !== 'false') throw new UsageError('--active takes true or false')

@@ -15,7 +15,7 @@ Usage:
   chat-auth --version      print the version
   chat-auth --help         this text
 
-Admin calls against a running node (--url URL, --admin-token TOKEN):
+Admin calls against a running node (--url URL, --admin-token TOKEN: ADMIN_TOKEN or an operator's token):
 ${adminUsage()}
 Token introspection and revocation as an OAuth client of a running node (--url URL, --key-id KEY_ID):
 ${oauthUsage()}
@@ -43,6 +43,11 @@ function parseCommandLine(argv: string[]) {
         inactive: { type: 'boolean' },
         limit: { type: 'string' },
         before: { type: 'string' },
+        after: { type: 'string' },
+        role: { type: 'string' },
+        query: { type: 'string' },
+        'company-id': { type: 'string' },
+        'external-id': { type: 'string' },
         endpoint: { type: 'string' },
         types: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -97,6 +102,8 @@ async function main(argv: string[]): Promise<number> {
   const settings = loadClientConfig()
   if (command === 'oauth') return runOAuthCall(action ?? '', id, values['key-id'] ?? settings.keyId, settings.keySecret, values.url ?? settings.url)
   const call = adminCall(command, action ?? '', id, values)
+  // A token on the command line is visible to every user of the machine: `-` reads it from standard input.
+  if (call.call === 'revokeToken' && call.args[0] === '-') call.args[0] = (await readStdin()).trim()
   const adminToken = values['admin-token'] ?? settings.adminToken
   if (!adminToken) throw new UsageError('set ADMIN_TOKEN or pass --admin-token')
   const base = values.url ?? settings.url

@@ -49,6 +49,38 @@ storeIndependentTest('every admin subcommand maps to its call of the client', as
   t.throws(() => adminCall('companies', '', undefined, {}), /needs an action/)
 })
 
+storeIndependentTest('the subcommands of SPEC §10: operators, and the calls the console makes', async (t) => {
+  t.same(adminCall('operators', 'create', undefined, { name: 'Dana', role: 'viewer' }), { call: 'createOperator', args: [{ name: 'Dana', role: 'viewer' }] })
+  t.same(adminCall('operators', 'list', undefined, {}), { call: 'listOperators', args: [] })
+  t.same(adminCall('operators', 'revoke', 'o1', {}), { call: 'revokeOperator', args: ['o1'] })
+  t.throws(() => adminCall('operators', 'create', undefined, { name: 'Dana' }), /--role/)
+  t.throws(() => adminCall('operators', 'create', undefined, { name: 'Dana', role: 'root' }), /--role takes viewer, operator or admin/)
+  t.throws(() => adminCall('operators', 'create', undefined, { role: 'viewer' }), /--name/)
+  t.same(adminCall('users', 'find', undefined, { 'company-id': 'c1', 'external-id': 'e1' }), { call: 'findCustomerUser', args: ['c1', 'e1'] })
+  t.throws(() => adminCall('users', 'find', undefined, { 'company-id': 'c1' }), /--external-id/)
+  t.same(adminCall('users', 'invalidate', 'u1', {}), { call: 'invalidateUser', args: ['u1'] })
+  t.same(adminCall('tokens', 'revoke', 'eyJ.a.b', {}), { call: 'revokeToken', args: ['eyJ.a.b'] })
+  t.same(adminCall('companies', 'search', undefined, { query: 'ac', limit: '5', after: 'cur' }), { call: 'searchCompanies', args: [{ query: 'ac', limit: 5, after: 'cur' }] })
+  t.same(adminCall('companies', 'preview-revoke', 'c1', {}), { call: 'previewCompanyRevocation', args: ['c1'] })
+  t.same(adminCall('agents', 'preview-revoke', 'a1', {}), { call: 'previewAgentRevocation', args: ['a1'] })
+  t.same(adminCall('nodes', 'list', undefined, {}), { call: 'listNodes', args: [] })
+  t.same(adminCall('webhooks', 'redeliver', '17', {}), { call: 'redeliver', args: ['17'] })
+  const writes = {
+    'operators create': [undefined, { name: 'Dana', role: 'viewer' }, /operators list.*"Dana"/],
+    'operators revoke': ['o1', {}, /harmless/],
+    'users invalidate': ['u1', {}, /chat-auth users get u1.*tokenVersion/],
+    'tokens revoke': ['eyJ.a.b', {}, /harmless/],
+    'webhooks redeliver': ['17', {}, /webhooks deliveries.*queue another/],
+  } as const
+  for (const [command, [id, flags, check]] of Object.entries(writes)) {
+    const [group, action] = command.split(' ') as [string, string]
+    t.match(howToCheckWrite(adminCall(group, action, id, flags)), check, command)
+  }
+  for (const [group, action, id, flags] of [['operators', 'list', undefined, {}], ['nodes', 'list', undefined, {}], ['companies', 'search', undefined, {}], ['companies', 'preview-revoke', 'c1', {}]] as const) {
+    t.equal(howToCheckWrite(adminCall(group, action, id, flags)), undefined, `${group} ${action} is a read`)
+  }
+})
+
 storeIndependentTest('the oauth subcommands: introspect and revoke, the token as an argument or on stdin', async (t) => {
   const stdin = async () => '  eyJ.token.from-stdin\n'
   t.same(await oauthCall('introspect', 'eyJ.a.b', stdin), { call: 'introspect', token: 'eyJ.a.b' })
@@ -173,6 +205,37 @@ t.test('the CLI drives a running node: migrate, then admin calls end to end', as
   const missing = await run(process.execPath, [CLI, 'agents', 'revoke-tokens', company.id, '--url', node.url], { env }).catch((e) => e)
   t.equal(missing.code, 1)
   t.match(JSON.parse(missing.stderr), { statusCode: 404, code: 'NOT_FOUND', message: 'Agent not found' })
+
+  // SPEC §10.1: operators; an operator's token works wherever ADMIN_TOKEN does, within its role.
+  const operator = await cli('operators', 'create', '--name', 'CLI Op', '--role', 'operator')
+  t.match(operator, { name: 'CLI Op', role: 'operator', token: /^opt_/ })
+  t.match((await cli('operators', 'list')).find((o: { id: string }) => o.id === operator.id), { name: 'CLI Op', revokedAt: null })
+  const asOperator = (args: string[], stdin = '') => {
+    const pending = run(process.execPath, [CLI, ...args, '--url', node.url], { env: { ...env, ADMIN_TOKEN: operator.token } })
+    pending.child.stdin?.end(stdin)
+    return pending.then(
+      (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+      (failed: { code: number; stdout: string; stderr: string }) => ({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }),
+    )
+  }
+  const found = await asOperator(['users', 'find', '--company-id', company.id, '--external-id', 'cli-user'])
+  t.equal(JSON.parse(found.stdout).id, user.id)
+  t.equal(JSON.parse((await asOperator(['users', 'invalidate', user.id])).stdout).newTokenVersion, 1)
+  const second = await fetch(`${node.url}/rest/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyId: key.keyId, keySecret: key.keySecret, userId: 'cli-user' }) })
+  t.equal(second.status, 401, 'the key was revoked above')
+  t.match(JSON.parse((await asOperator(['companies', 'search', '--query', 'cli'])).stdout), { companies: [{ id: company.id }], next: null })
+  t.match(JSON.parse((await asOperator(['companies', 'preview-revoke', company.id])).stdout), { users: 1, openSessions: 0 })
+  t.equal(JSON.parse((await asOperator(['nodes', 'list'])).stdout).nodes.length, 1)
+  const revokedToken = await asOperator(['tokens', 'revoke', '-'], token + '\n')
+  t.equal(revokedToken.code, 0)
+  t.match(JSON.parse(revokedToken.stdout), { message: 'Token revoked successfully', receipt: null }, 'revoked by the oauth call above already')
+  const forbidden = await asOperator(['companies', 'create', '--name', 'Not Mine'])
+  t.equal(forbidden.code, 1)
+  t.same(JSON.parse(forbidden.stderr), { statusCode: 403, code: 'FORBIDDEN', message: 'Insufficient role' })
+  t.match(await cli('operators', 'revoke', operator.id), { id: operator.id, revokedAt: String })
+  const refused = await asOperator(['nodes', 'list'])
+  t.equal(refused.code, 1)
+  t.same(JSON.parse(refused.stderr), { statusCode: 401, code: 'INVALID_ADMIN_TOKEN', message: 'Invalid admin token' })
 })
 
 storeIndependentTest('the CLI as a newcomer meets it', async (t) => {

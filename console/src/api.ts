@@ -1,14 +1,14 @@
 import { createContext } from 'preact'
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks'
-import { ChatAuthClient, ChatAuthError, type AdminClient } from '../../src/client/index.js'
-import type { Session } from './session.js'
+import { ChatAuthError, type AdminClient } from '../../src/client/index.js'
+import { sameOrigin, type Session } from './session.js'
 
 /**
  * The admin API through the project's typed client (chat-auth-gateway/client), riding on the
  * session cookie: the page holds no token, only the session's anti-CSRF proof.
  */
 export function adminClient(session: Session): AdminClient {
-  return new ChatAuthClient({ baseUrl: location.origin, session: { csrf: session.csrf }, retries: 1 }).admin
+  return sameOrigin(session.csrf).admin
 }
 
 export interface Console {

@@ -1,58 +1,38 @@
 /**
- * The console's session (SPEC §10.3): a token is exchanged once for an HttpOnly cookie; the
- * page keeps only the answer's role, name and anti-CSRF token, in memory. These three calls
- * are the console's own (`/console/api/session`), not the admin API, so they use fetch itself.
+ * The console's session (SPEC §10.3), through the client's console calls: a token is exchanged
+ * once for an HttpOnly cookie; the page keeps only the answer's role, name and anti-CSRF
+ * token, in memory.
  */
-export type Role = 'viewer' | 'operator' | 'admin'
+import { ChatAuthClient, ChatAuthError, type ConsoleSession, type Role } from '../../src/client/index.js'
 
-export interface Session {
-  role: Role
-  name: string
-  /** the anti-CSRF proof every write carries (x-csrf-token); never stored */
-  csrf: string
-}
+export type { Role }
+export type Session = ConsoleSession
 
-const SESSION_URL = '/console/api/session'
+/** The same-origin client: the browser sends the session cookie; `csrf` goes on writes. */
+export const sameOrigin = (csrf?: string) => new ChatAuthClient({ baseUrl: location.origin, credentials: 'same-origin', retries: 1, ...(csrf === undefined ? {} : { csrf }) })
 
-/** A refusal of the session API, with the gateway's message when it sent one. */
-export class SessionError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message)
-  }
-}
-
-async function refusal(response: Response): Promise<SessionError> {
-  const body = (await response.json().catch(() => undefined)) as { message?: unknown } | undefined
-  const message = typeof body?.message === 'string' ? body.message : `the gateway answered ${response.status}`
-  return new SessionError(response.status, response.status === 429 ? `${message} — too many attempts; wait a minute` : message)
-}
+const noSession = (error: unknown) => error instanceof ChatAuthError && error.statusCode === 401
 
 /** The live session, or null when there is none (401). */
 export async function currentSession(): Promise<Session | null> {
-  const response = await fetch(SESSION_URL, { credentials: 'same-origin', headers: { accept: 'application/json' } })
-  if (response.status === 401) return null
-  if (!response.ok) throw await refusal(response)
-  return (await response.json()) as Session
+  try {
+    return await sameOrigin().console.session()
+  } catch (error) {
+    if (noSession(error)) return null
+    throw error
+  }
 }
 
-export async function signIn(token: string): Promise<Session> {
-  const response = await fetch(SESSION_URL, {
-    method: 'POST',
-    credentials: 'same-origin',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify({ token }),
-  })
-  if (!response.ok) throw await refusal(response)
-  return (await response.json()) as Session
-}
+/** Rejects with the gateway's refusal (401 a wrong token; 429 too many guesses). */
+export const signIn = (token: string): Promise<Session> => sameOrigin().console.signIn(token)
 
 /** Ends the session on every node; a session already gone is signed out too. */
 export async function signOut(csrf: string): Promise<void> {
-  const response = await fetch(SESSION_URL, { method: 'DELETE', credentials: 'same-origin', headers: { 'x-csrf-token': csrf } })
-  if (!response.ok && response.status !== 401) throw await refusal(response)
+  try {
+    await sameOrigin(csrf).console.signOut()
+  } catch (error) {
+    if (!noSession(error)) throw error
+  }
 }
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 }

@@ -1,7 +1,6 @@
-import { describe, invalidArgument, pathSegment } from './input.js'
-import type { Transport, Call } from './transport.js'
+import type { Call, Transport } from './transport.js'
+import { id, text, type CallOptions } from './calls.js'
 import type {
-  AdminTokenRevoked,
   Agent,
   AgentTokensRevoked,
   ApiKey,
@@ -15,37 +14,31 @@ import type {
   CustomerUser,
   EventPage,
   EventType,
-  GatewayNode,
+  NodeStatus,
   Operator,
-  OperatorRole,
-  Receipt,
+  Receipted,
   Redelivery,
   RevocationPreview,
   RevokedApiKey,
-  UserTokensInvalidated,
+  RevokedOperator,
+  Role,
+  TokenRevokedByAdmin,
+  UserInvalidated,
   Webhook,
   WebhookDelivery,
 } from './types.js'
 
-/** Options of one call. */
-export interface CallOptions {
-  /** aborts the call (and its retries) */
-  signal?: AbortSignal
-}
-
-/** An id as one path segment; not a string, or not well-formed text, is INVALID_ARGUMENT. */
-const id = (value: string) => pathSegment(value, 'an id')
-
 /**
- * The admin API (`/admin/v1/…`, `Authorization: Bearer <ADMIN_TOKEN or operator token>`, or
- * the console's session cookie and anti-CSRF token). Every call is async, so that a bad id
- * rejects (INVALID_ARGUMENT) like any other failure instead of throwing.
+ * The admin API (`/admin/v1/…`): `Authorization: Bearer <ADMIN_TOKEN or an operator's
+ * token>`, or a console session's cookie with its anti-CSRF token on every write. Every call
+ * is async, so that a bad id rejects (INVALID_ARGUMENT) like any other failure instead of
+ * throwing.
  */
 export class AdminClient {
   constructor(
     private readonly transport: Transport,
-    /** a bearer token, or the console session's anti-CSRF token (the cookie is the browser's) */
-    private readonly caller: string | { csrf: string } | undefined,
+    private readonly adminToken: string | undefined,
+    private readonly csrf?: string,
   ) {}
 
   async createCompany(body: { name: string }, options: CallOptions = {}): Promise<Company> {
@@ -60,18 +53,18 @@ export class AdminClient {
     return this.send({ method: 'PATCH', path: `/admin/v1/companies/${id(companyId)}`, body, idempotent: true }, options)
   }
 
-  /** The company's first agent becomes its default agent. */
-  async createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
-    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/agents`, body, idempotent: false }, options)
-  }
-
   /** The company's agents, by name. */
   async listAgents(companyId: string, options: CallOptions = {}): Promise<Agent[]> {
     return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/agents`, idempotent: true }, options)
   }
 
+  /** The company's first agent becomes its default agent. */
+  async createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
+    return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/agents`, body, idempotent: false }, options)
+  }
+
   /** Deactivation takes effect on every node before this resolves. */
-  async updateAgent(agentId: string, body: { name?: string; active?: boolean }, options: CallOptions = {}): Promise<Agent & { receipt: Receipt }> {
+  async updateAgent(agentId: string, body: { name?: string; active?: boolean }, options: CallOptions = {}): Promise<Receipted<Agent>> {
     return this.send({ method: 'PATCH', path: `/admin/v1/agents/${id(agentId)}`, body, idempotent: true }, options)
   }
 
@@ -93,7 +86,7 @@ export class AdminClient {
   }
 
   /** Deactivation takes effect on every node before this resolves. */
-  async updateCustomerUser(customerUserId: string, body: { active: boolean }, options: CallOptions = {}): Promise<CustomerUser & { receipt: Receipt }> {
+  async updateCustomerUser(customerUserId: string, body: { active: boolean }, options: CallOptions = {}): Promise<Receipted<CustomerUser>> {
     return this.send({ method: 'PATCH', path: `/admin/v1/customer-users/${id(customerUserId)}`, body, idempotent: true }, options)
   }
 
@@ -149,49 +142,51 @@ export class AdminClient {
     return this.send({ method: 'GET', path: `/admin/v1/webhooks/${id(webhookId)}/deliveries`, query: { limit: page.limit }, idempotent: true }, options)
   }
 
-  /** SPEC §10.2: every live node. */
-  async listNodes(options: CallOptions = {}): Promise<{ nodes: GatewayNode[] }> {
-    return this.send({ method: 'GET', path: '/admin/v1/nodes', idempotent: true }, options)
+  /** SPEC §10.2: a user by the id the customer knows it by (404 NOT_FOUND: none). */
+  async findCustomerUser(companyId: string, externalId: string, options: CallOptions = {}): Promise<CustomerUser> {
+    return this.send({ method: 'GET', path: '/admin/v1/customer-users', query: { companyId: text(companyId, 'companyId'), externalId: text(externalId, 'externalId') }, idempotent: true }, options)
   }
 
-  /** SPEC §10.2: companies whose name contains `query` (all without it), by name, a page at a time. */
+  /** Every token of the user stops working before this resolves. Not retried (a second call would also end tokens issued in between). */
+  async invalidateUser(customerUserId: string, options: CallOptions = {}): Promise<UserInvalidated> {
+    return this.send({ method: 'POST', path: `/admin/v1/customer-users/${id(customerUserId)}/invalidate`, idempotent: false }, options)
+  }
+
+  /**
+   * This one token stops working, whatever its company (the admin API's revoke-token).
+   * Retried: revoking twice is harmless (the second answers `receipt: null`).
+   */
+  async revokeToken(token: string, options: CallOptions = {}): Promise<TokenRevokedByAdmin> {
+    return this.send({ method: 'POST', path: '/admin/v1/tokens/revoke', body: { token: text(token, 'the token') }, idempotent: true }, options)
+  }
+
+  /** Companies whose name contains `query` (any case), by name, a page at a time (`limit` 1–100, default 50). */
   async searchCompanies(page: { query?: string; limit?: number; after?: string } = {}, options: CallOptions = {}): Promise<CompanyPage> {
     return this.send({ method: 'GET', path: '/admin/v1/companies', query: { query: page.query, limit: page.limit, after: page.after }, idempotent: true }, options)
   }
 
-  /** SPEC §10.2: a user by the id the customer knows (404 NOT_FOUND when none). */
-  async findCustomerUser(by: { companyId: string; externalId: string }, options: CallOptions = {}): Promise<CustomerUser> {
-    return this.send({ method: 'GET', path: '/admin/v1/customer-users', query: { companyId: by.companyId, externalId: by.externalId }, idempotent: true }, options)
-  }
-
-  /** SPEC §10.2: every token of the user stops working, with the receipt. Not retried (as invalidate). */
-  async invalidateCustomerUser(customerUserId: string, options: CallOptions = {}): Promise<UserTokensInvalidated> {
-    return this.send({ method: 'POST', path: `/admin/v1/customer-users/${id(customerUserId)}/invalidate`, idempotent: false }, options)
-  }
-
-  /** SPEC §10.2: one token of any company stops working, with the receipt (null: already expired or revoked). Retried. */
-  async revokeTokenAsAdmin(token: string, options: CallOptions = {}): Promise<AdminTokenRevoked> {
-    if (typeof token !== 'string') return Promise.reject(invalidArgument(`the token must be a string, not ${describe(token)}`))
-    return this.send({ method: 'POST', path: '/admin/v1/tokens/revoke', body: { token }, idempotent: true }, options)
-  }
-
-  /** SPEC §10.2: how many users and open sessions revokeCompanyTokens would reach. */
+  /** What revoking every token of the company would end. */
   async previewCompanyRevocation(companyId: string, options: CallOptions = {}): Promise<RevocationPreview> {
     return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/revoke-tokens/preview`, idempotent: true }, options)
   }
 
-  /** SPEC §10.2: how many users and open sessions revokeAgentTokens would reach. */
+  /** What revoking every token of the agent would end. */
   async previewAgentRevocation(agentId: string, options: CallOptions = {}): Promise<RevocationPreview> {
     return this.send({ method: 'GET', path: `/admin/v1/agents/${id(agentId)}/revoke-tokens/preview`, idempotent: true }, options)
   }
 
-  /** SPEC §10.2: that event again for that endpoint, due now. Not retried (a second delivery). */
-  async redeliverWebhookDelivery(deliveryId: string, options: CallOptions = {}): Promise<Redelivery> {
+  /** Every live node. */
+  async listNodes(options: CallOptions = {}): Promise<{ nodes: NodeStatus[] }> {
+    return this.send({ method: 'GET', path: '/admin/v1/nodes', idempotent: true }, options)
+  }
+
+  /** That delivery's event queued again for its endpoint, due now. Not retried (each call queues one more). */
+  async redeliver(deliveryId: string, options: CallOptions = {}): Promise<Redelivery> {
     return this.send({ method: 'POST', path: `/admin/v1/webhook-deliveries/${id(deliveryId)}/redeliver`, idempotent: false }, options)
   }
 
-  /** SPEC §10.1: the answer holds the operator's token, the only time it is shown. Not retried. */
-  async createOperator(body: { name: string; role: OperatorRole }, options: CallOptions = {}): Promise<CreatedOperator> {
+  /** A named operator with a role; the answer holds its token, the only time it is shown. Not retried (a second operator). */
+  async createOperator(body: { name: string; role: Role }, options: CallOptions = {}): Promise<CreatedOperator> {
     return this.send({ method: 'POST', path: '/admin/v1/operators', body, idempotent: false }, options)
   }
 
@@ -199,17 +194,16 @@ export class AdminClient {
     return this.send({ method: 'GET', path: '/admin/v1/operators', idempotent: true }, options)
   }
 
-  /** SPEC §10.1: refused on every node at once, its console sessions ended. Idempotent: retried. */
-  async revokeOperator(operatorId: string, options: CallOptions = {}): Promise<{ id: string; revokedAt: string }> {
+  /** Its token and console sessions are refused on every node when this resolves. Idempotent. */
+  async revokeOperator(operatorId: string, options: CallOptions = {}): Promise<RevokedOperator> {
     return this.send({ method: 'DELETE', path: `/admin/v1/operators/${id(operatorId)}`, idempotent: true }, options)
   }
 
-  private send<T>(call: Omit<Call, 'bearer' | 'signal' | 'headers' | 'credentials'>, options: CallOptions): Promise<T> {
-    const caller = this.caller
-    if (caller === undefined) return Promise.reject(new TypeError('admin calls need the client option adminToken (or session)'))
-    if (typeof caller === 'string') return this.transport.send<T>({ ...call, bearer: caller, signal: options.signal })
-    // The session cookie goes with the call; a read needs no proof, a write does (SPEC §10.3).
-    const headers: Record<string, string> = call.method === 'GET' ? {} : { 'x-csrf-token': caller.csrf }
-    return this.transport.send<T>({ ...call, headers, credentials: 'same-origin', signal: options.signal })
+  private send<T>(call: Omit<Call, 'bearer' | 'signal'>, options: CallOptions): Promise<T> {
+    if (this.adminToken !== undefined) return this.transport.send<T>({ ...call, bearer: this.adminToken, signal: options.signal })
+    if (this.csrf === undefined) return Promise.reject(new TypeError('admin calls need the client option adminToken (or a console session\'s csrf)'))
+    // A console session: the cookie authenticates; a write proves it comes from the console's page.
+    const headers: Record<string, string> = call.method === 'GET' ? {} : { 'x-csrf-token': this.csrf }
+    return this.transport.send<T>({ ...call, headers, signal: options.signal })
   }
 }

@@ -14,6 +14,12 @@
  * issued in between). A write that answered 503 may still have been applied: the gateway
  * could not confirm that every node has seen it; look before you repeat it.
  *
+ * Of the calls of SPEC §10 (operators, the console's needs): the reads, `revokeOperator` and
+ * `admin.revokeToken` (idempotent) are retried; `createOperator`, `invalidateUser` (a second
+ * increment) and `redeliver` (a second delivery) are not. With the option `csrf` instead of
+ * `adminToken` (a page of the console), the admin calls send no Authorization: the session
+ * cookie authenticates them, and each write carries `x-csrf-token`.
+ *
  * A redirect is never followed (REDIRECT_REFUSED) and an answer never read past
  * `maxResponseBytes` (RESPONSE_TOO_LARGE): see response.ts. Neither is retried.
  *
@@ -21,21 +27,27 @@
  * the API key as client credentials; both are retried (a read; a revocation is idempotent).
  * Their errors carry RFC 6749's code (`invalid_client`, `unauthorized_client`, …) as `code`.
  */
-import { AdminClient, type CallOptions } from './admin.js'
 import { isVerified } from './answers.js'
 import { describe, invalidArgument } from './input.js'
 import { checkCredentials, type ClientOptions } from './options.js'
 import { Transport } from './transport.js'
+import { AdminClient } from './admin.js'
+import { ConsoleCalls } from './console-calls.js'
+import type { CallOptions } from './calls.js'
 import type { Introspection, IssuedToken, TokenRevoked, TokensInvalidated, Verified } from './types.js'
 
-export { AdminClient, type CallOptions } from './admin.js'
 export { ChatAuthError, CLIENT_CODES } from './errors.js'
 export type * from './types.js'
 export type { ClientOptions, TransportOptions } from './options.js'
+export type { CallOptions } from './calls.js'
+export { AdminClient } from './admin.js'
+export { ConsoleCalls } from './console-calls.js'
 
 export class ChatAuthClient {
-  /** The admin API (needs `adminToken`, or `session` in the console's page). */
+  /** The admin API (needs `adminToken`, or a console session's `csrf`). */
   readonly admin: AdminClient
+  /** The console's session (SPEC §10.3): sign in with a token, read it, sign out. */
+  readonly console: ConsoleCalls
   /** The OAuth endpoints, for code that speaks RFC 7662 and RFC 7009 (needs `apiKey`). */
   readonly oauth: OAuthCalls
   private readonly transport: Transport
@@ -46,7 +58,8 @@ export class ChatAuthClient {
     this.transport = new Transport(options)
     checkCredentials(options)
     this.apiKey = options.apiKey
-    this.admin = new AdminClient(this.transport, options.session === undefined ? options.adminToken : { csrf: options.session.csrf })
+    this.admin = new AdminClient(this.transport, options.adminToken, options.csrf)
+    this.console = new ConsoleCalls(this.transport, options.csrf)
     this.oauth = new OAuthCalls(this.transport, options.apiKey)
   }
 

@@ -22,6 +22,8 @@ export interface TransportOptions {
   maxResponseBytes?: number
   /** another fetch (a proxy agent, a test double); default the global fetch. It is asked not to follow redirects (`redirect: 'manual'`) */
   fetch?: typeof fetch
+  /** fetch's `credentials` for every call (a page of the console: `'same-origin'`, so that the browser sends the session cookie) */
+  credentials?: 'omit' | 'same-origin' | 'include'
 }
 
 export interface ClientOptions extends TransportOptions {
@@ -30,12 +32,11 @@ export interface ClientOptions extends TransportOptions {
   /** the deployment's ADMIN_TOKEN or an operator's token, for the `admin` calls (it travels in a header: no line break or character above U+00FF) */
   adminToken?: string
   /**
-   * Instead of `adminToken`, in the console's page (SPEC §10.3): the `admin` calls carry the
-   * browser's session cookie (`credentials: 'same-origin'`, no Authorization header, so the
-   * page's script never holds a token), and every write carries the session's anti-CSRF token
-   * `csrf` (what `POST` or `GET /console/api/session` answered) in `x-csrf-token`.
+   * A console session's anti-CSRF token (SPEC §10.3), instead of `adminToken`: the `admin`
+   * calls then send no Authorization, the browser's session cookie authenticates them (set
+   * `credentials`), and every write carries this as `x-csrf-token`.
    */
-  session?: { csrf: string }
+  csrf?: string
 }
 
 export interface TransportSettings {
@@ -45,6 +46,7 @@ export interface TransportSettings {
   retryDelayMs: number
   maxResponseBytes: number
   fetch: typeof fetch
+  credentials: 'omit' | 'same-origin' | 'include' | undefined
 }
 
 /** 4 MiB: far above the gateway's largest answer, far below what would hurt a caller to hold */
@@ -65,7 +67,9 @@ export function transportSettings(options: TransportOptions): TransportSettings 
   if (typeof retryDelayMs !== 'number' || !Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw optionError('retryDelayMs', 'a finite number of milliseconds ≥ 0', retryDelayMs)
   if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1) throw optionError('maxResponseBytes', `a whole number of bytes from 1 to ${Number.MAX_SAFE_INTEGER}`, maxResponseBytes)
   if (typeof fetch !== 'function') throw optionError('fetch', 'a function like the global fetch', fetch)
-  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, maxResponseBytes, fetch }
+  const { credentials } = options
+  if (credentials !== undefined && !['omit', 'same-origin', 'include'].includes(credentials)) throw optionError('credentials', "'omit', 'same-origin' or 'include'", credentials)
+  return { base: baseUrl(options.baseUrl), timeoutMs, retries, retryDelayMs, maxResponseBytes, fetch, credentials }
 }
 
 function baseUrl(value: unknown): URL {
@@ -85,15 +89,10 @@ function baseUrl(value: unknown): URL {
   return base
 }
 
-export function checkCredentials({ apiKey, adminToken, session }: ClientOptions): void {
+export function checkCredentials({ apiKey, adminToken, csrf }: ClientOptions): void {
+  if (csrf !== undefined && !isHeaderValue(csrf)) throw optionError('csrf', 'the session\'s csrf, a string a header can carry', csrf)
   if (adminToken !== undefined && !isHeaderValue(adminToken)) {
     throw typeof adminToken === 'string' ? new TypeError('client option adminToken: holds a character an HTTP header cannot carry (a line break, a control character or one above U+00FF)') : optionError('adminToken', 'a string', adminToken)
-  }
-  if (session !== undefined) {
-    const csrf = (session as { csrf?: unknown } | null)?.csrf
-    if (typeof session !== 'object' || session === null || typeof csrf !== 'string' || csrf === '' || !isHeaderValue(csrf)) throw optionError('session', '{ csrf: string } (a non-empty header value)', session)
-    // Both would leave it unclear which identity a call acts as: say so now.
-    if (adminToken !== undefined) throw new TypeError('client option session: expected either session or adminToken, not both')
   }
   if (apiKey === undefined) return
   const key = apiKey as { keyId?: unknown; keySecret?: unknown } | null

@@ -17,12 +17,12 @@ export interface Call {
    * (the ChatAuthError's `code` is `error`), and `emptyAnswer` a success with no body.
    */
   oauth?: { emptyAnswer: boolean }
-  /** headers of the call's own (the console session's `x-csrf-token`) */
-  headers?: Record<string, string>
-  /** fetch's `credentials`: `'same-origin'` for a call that rides on the console's session cookie */
-  credentials?: 'same-origin'
+  /** a success with no body (204) */
+  emptyAnswer?: boolean
   /** the Authorization header's token, where the call has one (present as a key even when the caller passed undefined: that is checked, not left out) */
   bearer?: string
+  /** more headers (a console session's anti-CSRF token) */
+  headers?: Record<string, string>
   /**
    * Whether the call may be sent again after a failure that leaves its outcome unknown: a
    * read, or a write that leaves the same state however often it runs. Never a call that
@@ -83,10 +83,11 @@ export class Transport {
   }
 
   private prepare(call: Call): Request {
-    const headers: Record<string, string> = { accept: 'application/json', ...call.headers }
+    const headers: Record<string, string> = { accept: 'application/json' }
     if (call.body !== undefined) headers['content-type'] = 'application/json'
     if (call.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded'
     if ('bearer' in call) headers.authorization = `Bearer ${bearerToken(call.bearer)}`
+    Object.assign(headers, call.headers)
     const body = call.form !== undefined ? new URLSearchParams(call.form).toString() : call.body === undefined ? undefined : jsonBody(call.body)
     return { call, url: this.url(call.path, call.query), headers, body, signal: abortSignal(call.signal) }
   }
@@ -99,7 +100,7 @@ export class Transport {
     try {
       const { fetch, maxResponseBytes } = this.settings
       // A redirect is refused, never followed (response.ts says why).
-      const credentials = call.credentials === undefined ? {} : { credentials: call.credentials }
+      const credentials = this.settings.credentials === undefined ? {} : { credentials: this.settings.credentials }
       response = await fetch(url, { method: call.method, headers, body: sent, signal, redirect: 'manual', ...credentials })
       text = await answerText(response, maxResponseBytes, `${call.method} ${url.pathname}`)
     } catch (error) {
@@ -107,7 +108,7 @@ export class Transport {
       throw noAnswer(error, url, callerSignal)
     }
     const body = parseJson(text)
-    if (response.ok && call.oauth?.emptyAnswer) return undefined as T
+    if (response.ok && (call.oauth?.emptyAnswer || call.emptyAnswer)) return undefined as T
     if (response.ok) {
       if (call.expect !== undefined && (response.status !== call.expect.status || !call.expect.matches(body))) {
         throw new ChatAuthError(response.status, CLIENT_CODES.PROTOCOL_ERROR, `${call.method} ${url.pathname} answered ${response.status} without ${call.expect.what}`)

@@ -99,7 +99,105 @@ export interface ApiKey {
 export interface RevokedApiKey {
   keyId: string
   revokedAt: string
-  receipt?: Receipt
+  receipt: Receipt
+}
+
+/**
+ * Where a change arrived (SPEC §10.2), as the node that made it saw it: every node registered
+ * when it went out, how long after the commit each acknowledged (null: it did not, and
+ * refuses the change's tokens once its lease lapsed), and the open sessions each ended.
+ */
+export interface Receipt {
+  changeId: string
+  outcome: 'acknowledged' | 'lease_expired' | 'embedded'
+  nodes: Array<{ nodeId: string; ackedAfterMs: number | null; sessionsEnded: number | null }>
+}
+
+/** An agent or a user as a change left it, with where the change arrived. */
+export type Receipted<T> = T & { receipt: Receipt }
+
+export type Role = 'viewer' | 'operator' | 'admin'
+
+/** A named operator of the admin API (SPEC §10.1), as listed: never its token. */
+export interface Operator {
+  id: string
+  name: string
+  role: Role
+  createdAt: string
+  revokedAt: string | null
+  lastUsedAt: string | null
+}
+
+/** The answer of createOperator: the only time the token (`opt_…`) is shown. */
+export interface CreatedOperator {
+  id: string
+  name: string
+  role: Role
+  token: string
+  createdAt: string
+}
+
+export interface RevokedOperator {
+  id: string
+  revokedAt: string
+}
+
+export interface UserInvalidated {
+  customerUserId: string
+  newTokenVersion: number
+  receipt: Receipt
+}
+
+/** The admin API's revoke-token; `receipt` null: the token was already revoked, or has expired. */
+export interface TokenRevokedByAdmin {
+  message: string
+  jti: string
+  expiresAt: string
+  receipt: Receipt | null
+}
+
+export interface CompanyPage {
+  companies: Company[]
+  /** pass as `after` for the next page; null at the end */
+  next: string | null
+}
+
+/** What a company's or agent's revocation would end (SPEC §10.2). */
+export interface RevocationPreview {
+  users: number
+  openSessions: number
+}
+
+export interface Redelivery {
+  deliveryId: string
+  webhookId: string
+  eventId: string
+  status: 'pending'
+}
+
+/** One live node (SPEC §10.2). */
+export interface NodeStatus {
+  nodeId: string
+  version: string | null
+  startedAt: string | null
+  ready: boolean
+  trusted: boolean
+  untrustedSince: string | null
+  lastChangeAt: string | null
+  changeLogReadAt: string | null
+  behind: { changes: number; ms: number }
+  cache: { users: number; bytes: number }
+  sessions: number
+  eventStreams: number
+  clockOffsetMs: number | null
+  redis: { follows: string | null; subscribed: boolean } | null
+}
+
+/** A console session (SPEC §10.3): who signed in, and the anti-CSRF token its writes carry. */
+export interface ConsoleSession {
+  role: Role
+  name: string
+  csrf: string
 }
 
 export interface CustomerUser {
@@ -122,89 +220,6 @@ export interface AgentTokensRevoked {
   agentId: string
   revokedAt: string
   receipt: Receipt
-}
-
-/**
- * SPEC §10.2: where a change went. Every node registered when it went out, how long after the
- * commit each acknowledged (null: it did not, and refuses the change's tokens once its lease
- * lapses), and the open sessions each ended.
- */
-export interface Receipt {
-  changeId: string
-  outcome: 'acknowledged' | 'lease_expired' | 'embedded'
-  nodes: { nodeId: string; ackedAfterMs: number | null; sessionsEnded: number | null }[]
-}
-
-/** POST /admin/v1/customer-users/:id/invalidate */
-export interface UserTokensInvalidated {
-  customerUserId: string
-  newTokenVersion: number
-  receipt: Receipt
-}
-
-/** POST /admin/v1/tokens/revoke: `receipt` null for a token already expired or revoked */
-export interface AdminTokenRevoked extends TokenRevoked {
-  receipt: Receipt | null
-}
-
-/** SPEC §10.2: how many a company- or agent-wide revocation would reach. */
-export interface RevocationPreview {
-  /** active users with tokens it would end, as far as the store knows */
-  users: number
-  /** open sessions across the live nodes */
-  openSessions: number
-}
-
-export interface CompanyPage {
-  companies: Company[]
-  /** pass as `after` for the next page; null at the end */
-  next: string | null
-}
-
-/** SPEC §10.2: one live node, as GET /admin/v1/nodes lists it. */
-export interface GatewayNode {
-  nodeId: string
-  version: string | null
-  startedAt: string | null
-  ready: boolean
-  trusted: boolean
-  untrustedSince: string | null
-  lastChangeAt: string | null
-  changeLogReadAt: string | null
-  behind: { changes: number; ms: number }
-  cache: { users: number; bytes: number }
-  sessions: number
-  eventStreams: number
-  clockOffsetMs: number | null
-  redis: { follows: string | null; subscribed: boolean } | null
-}
-
-export type OperatorRole = 'viewer' | 'operator' | 'admin'
-
-/** SPEC §10.1: an operator as listed, never its token. */
-export interface Operator {
-  id: string
-  name: string
-  role: OperatorRole
-  createdAt: string
-  revokedAt: string | null
-  lastUsedAt: string | null
-}
-
-/** The answer of createOperator: the only time the token is shown. */
-export interface CreatedOperator {
-  id: string
-  name: string
-  role: OperatorRole
-  token: string
-  createdAt: string
-}
-
-export interface Redelivery {
-  deliveryId: string
-  webhookId: string
-  eventId: string
-  status: 'pending'
 }
 
 export type EventType =
@@ -255,7 +270,7 @@ export interface CreatedWebhook extends Webhook {
 
 /** One event's delivery to an endpoint, as its last attempt left it. */
 export interface WebhookDelivery {
-  /** what redeliverWebhookDelivery takes */
+  /** redeliver it with `admin.redeliver(deliveryId)` */
   deliveryId: string
   eventId: string
   eventType: EventType

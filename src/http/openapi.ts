@@ -9,6 +9,7 @@ export const OPENAPI_PATH = '/openapi.json'
 export const DOCS_PATH = '/docs'
 
 const ADMIN_PREFIX = '/admin/v1/'
+const CONSOLE_API_PREFIX = '/console/api/'
 const VERIFY_PATH = '/rest/v1/auth/verify'
 const EVENTS_PATH = '/rest/v1/auth/events'
 const OAUTH_PREFIX = '/oauth2/'
@@ -83,6 +84,27 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   'GET /admin/v1/companies/:companyId/webhooks': { summary: "List a company's webhook endpoints (never a secret)" },
   'DELETE /admin/v1/webhooks/:webhookId': { summary: 'Delete a webhook endpoint: nothing more is sent to it' },
   'GET /admin/v1/webhooks/:webhookId/deliveries': { summary: "An endpoint's latest deliveries, newest event first, each as its last attempt left it" },
+  'POST /admin/v1/webhook-deliveries/:deliveryId/redeliver': { summary: "Queue a delivery's event again for its endpoint, due now (operator)" },
+  'POST /admin/v1/operators': { summary: 'Create a named operator with a role (the only time its token is shown)' },
+  'GET /admin/v1/operators': { summary: 'List the operators (never a token)' },
+  'DELETE /admin/v1/operators/:operatorId': { summary: 'Revoke an operator: its token and console sessions are refused on every node at once (idempotent)' },
+  'GET /admin/v1/companies': { summary: 'Search companies by name (contains, any case), ordered by name, a page at a time' },
+  'GET /admin/v1/customer-users': { summary: "Find an end user by its company and external id (your customer's id of it)" },
+  'POST /admin/v1/customer-users/:customerUserId/invalidate': { summary: 'Revoke every token of one end user, with the receipt (operator)' },
+  'POST /admin/v1/tokens/revoke': {
+    summary: "Revoke one token of any company, with the receipt (operator)",
+    description: "As `POST /rest/v1/auth/revoke-token`, for a token of any company that carries a valid signature; the company's MAX_LIVE_TOKEN_REVOCATIONS applies. An already revoked or expired token answers 200 with `receipt: null`.",
+  },
+  'GET /admin/v1/companies/:companyId/revoke-tokens/preview': { summary: "What revoking a company's tokens would end: its active users, and the open sessions across the live nodes" },
+  'GET /admin/v1/agents/:agentId/revoke-tokens/preview': { summary: "What revoking an agent's tokens would end: its active users, and the open sessions across the live nodes" },
+  'GET /admin/v1/nodes': { summary: 'Every live node: readiness, bus trust, how far behind, cache, sessions, streams, clock offset' },
+  'POST /console/api/session': {
+    summary: "Sign in to the console: an operator's token (or ADMIN_TOKEN) for a session cookie",
+    description:
+      'Sets `chat_auth_console` (HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS). The answer\'s `csrf` goes with every write as `x-csrf-token`. The session ends after CONSOLE_SESSION_IDLE unused, 12 h after sign-in, at sign-out, or when its operator is revoked. Failed tokens count towards AUTH_FAILURE_LIMIT.',
+  },
+  'GET /console/api/session': { summary: "The console session the cookie names: role, name and anti-CSRF token" },
+  'DELETE /console/api/session': { summary: 'Sign out: the session ends on every node (needs x-csrf-token)' },
 }
 
 interface RouteSchema {
@@ -117,12 +139,14 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
       tags: [
         { name: 'tokens', description: 'Issue, verify and revoke tokens (API key in the body)' },
         { name: 'oauth', description: 'Token introspection and revocation for standard OAuth tooling (RFC 7662, RFC 7009; API key as client credentials)' },
-        { name: 'admin', description: 'Companies, agents, API keys, end users, events and webhooks (admin token)' },
+        { name: 'admin', description: "Companies, agents, API keys, end users, events, webhooks, operators and nodes (ADMIN_TOKEN, an operator's token, or a console session; each route needs a role: viewer, operator or admin)" },
+        { name: 'console', description: "The operators' console's session (same origin, a cookie)" },
         { name: 'operations', description: 'Health, readiness, metrics and public keys' },
       ],
       components: {
         securitySchemes: {
-          adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment' },
+          adminToken: { type: 'http', scheme: 'bearer', description: "The ADMIN_TOKEN of the deployment (role admin), or an operator's token (`opt_…`, with the operator's role)" },
+          consoleSession: { type: 'apiKey', in: 'cookie', name: 'chat_auth_console', description: 'A console session (POST /console/api/session); a write also sends the session\'s anti-CSRF token as `x-csrf-token`' },
           chatToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token issued by POST /rest/v1/auth/token' },
           apiKeyBasic: { type: 'http', scheme: 'basic', description: 'An API key of the company: keyId as the user name, keySecret as the password' },
         },
@@ -143,15 +167,17 @@ function describe(schema: RouteSchema, url: string, method: string | string[]): 
   const operation = OPERATIONS[`${methods[0]} ${url}`]
   const isAdmin = url.startsWith(ADMIN_PREFIX)
   const isOAuth = url.startsWith(OAUTH_PREFIX)
+  const isConsole = url.startsWith(CONSOLE_API_PREFIX)
   const errors: Record<string, unknown> = {}
-  if (isAdmin) Object.assign(errors, { 401: errorBody(401), 429: errorBody(429) })
+  // SPEC §10.1: every admin route needs a role (and a console session's write its CSRF token).
+  if (isAdmin) Object.assign(errors, { 401: errorBody(401), 403: errorBody(403), 429: errorBody(429) })
   // The OAuth routes list their own (RFC 6749) error bodies, the body parser's among them.
   if (schema.body !== undefined && !isOAuth) Object.assign(errors, { 400: errorBody(400), 413: errorBody(413), 415: errorBody(415) })
   return {
     ...schema,
     ...operation,
-    tags: [isAdmin ? 'admin' : isOAuth ? 'oauth' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
-    ...(isAdmin ? { security: [{ adminToken: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH || isOAuth ? { security: [{ apiKeyBasic: [] }] } : {}),
+    tags: [isAdmin ? 'admin' : isOAuth ? 'oauth' : isConsole ? 'console' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
+    ...(isAdmin ? { security: [{ adminToken: [] }, { consoleSession: [] }] } : isConsole && !(methods[0] === 'POST') ? { security: [{ consoleSession: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH || isOAuth ? { security: [{ apiKeyBasic: [] }] } : {}),
     response: { ...errors, ...described(schema.response ?? { 200: {} }) },
   }
 }

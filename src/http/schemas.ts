@@ -11,8 +11,8 @@ export const ErrorBody = Type.Object({
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'Bad input: a field is missing, of the wrong type or too long, the JSON is malformed, or a step of the call refused it (see `code`)',
   401: 'Credentials missing or wrong (API key, admin token or bearer token; see `code`)',
-  403: 'The customer user is inactive',
-  404: 'No such company, agent, API key, customer user, webhook or route',
+  403: 'Refused: the customer user is inactive (`CUSTOMER_USER_INACTIVE`), the caller\'s role does not allow the call (`FORBIDDEN`, nothing done), or a write from a console session lacks its anti-CSRF token (`CSRF`)',
+  404: 'No such company, agent, API key, customer user, webhook, delivery, operator or route',
   409: 'Refused by the current state: the company holds its limit of live single-token revocations (`REVOCATION_LIMIT`); invalidate the user or revoke the company\'s tokens instead',
   413: 'The body is over the body limit',
   415: 'The body is not application/json',

@@ -112,13 +112,13 @@ t.test('GET /companies: by name (contains, any case), ordered by name then id, p
   const everything = (await node.admin('GET', '/admin/v1/companies')).json()
   t.ok(everything.companies.length >= 7, 'no query: every company')
   t.strictSame((await node.admin('GET', '/admin/v1/companies?query=')).json().companies.length, everything.companies.length, 'an empty query: every company')
-  for (const [query, message] of [
+  for (const [query, message] of <Array<[string, string]>>[
     ['limit=0', 'limit must be an integer from 1 to 100'],
     ['limit=101', 'limit must be an integer from 1 to 100'],
     ['after=garbage', 'after must be a cursor returned as next by this listing'],
     [`after=${Buffer.from('["x","nope"]').toString('base64url')}`, 'after must be a cursor returned as next by this listing'],
   ]) {
-    t.strictSame((await node.admin('GET', `/admin/v1/companies?${query}`)).json(), validation(message!), query)
+    t.strictSame((await node.admin('GET', `/admin/v1/companies?${query}`)).json(), validation(message), query)
   }
 })
 

@@ -33,12 +33,6 @@ const IDENTITY = {
   expiresAt: '2030-01-01T00:00:00.000Z',
 }
 
-/** A client with a new API key of `companyId`. */
-async function tenantClient(companyId: string) {
-  const key = await admin.createApiKey(companyId, { name: 'webhook test' })
-  return new ChatAuthClient({ baseUrl, apiKey: { keyId: key.keyId, keySecret: key.keySecret } })
-}
-
 async function tenant(name: string) {
   const company = await admin.createCompany({ name })
   const agent = await admin.createAgent(company.id, { name: `${name} agent` })
@@ -97,6 +91,7 @@ t.test('every admin call of SPEC §4', async (t) => {
   t.equal((await admin.updateCompany(company.id, { name: 'Admin Inc', defaultAgentId: second.id })).defaultAgentId, second.id)
   t.match(await failure(admin.updateCompany(company.id, { defaultAgentId: randomUUID() })), { statusCode: 400, code: 'INVALID_DEFAULT_AGENT' })
   t.equal((await admin.updateAgent(second.id, { active: true, name: 'Day shift' })).name, 'Day shift')
+  t.same((await admin.listAgents(company.id)).map((a) => a.name), ['Admin agent', 'Day shift'], 'listAgents: by name')
 
   const unnamed = await admin.createApiKey(company.id)
   t.equal(unnamed.name, null)
@@ -105,10 +100,7 @@ t.test('every admin call of SPEC §4', async (t) => {
   t.notOk(JSON.stringify(keys).includes(unnamed.keySecret), 'never a secret in the list')
   const revoked = await admin.revokeApiKey(unnamed.keyId)
   t.match(revoked, { keyId: unnamed.keyId, revokedAt: ISO_RE })
-  // A repeat is another (empty) change: its own receipt, the same revocation.
-  const { receipt: _first, ...once } = revoked
-  const { receipt: _again, ...twice } = await admin.revokeApiKey(unnamed.keyId)
-  t.same(twice, once, 'idempotent')
+  t.match(await admin.revokeApiKey(unnamed.keyId), { keyId: revoked.keyId, revokedAt: revoked.revokedAt }, 'idempotent: the first revocation time')
 
   const issued = await client.issueToken({ userId: 'admin-user' })
   const user = await admin.getCustomerUser(issued.user.id)
@@ -210,29 +202,7 @@ t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page
   t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
 })
 
-t.test('SPEC §10.1–10.2: the console\'s calls — nodes, search, find by external id, invalidate and revoke with receipts, previews, operators', async (t) => {
-  const { company, agent, client } = await tenant('Console calls')
-  const issued = await client.issueToken({ userId: 'console-user' })
-  t.ok((await admin.listNodes()).nodes.length >= 1, 'listNodes: at least this node')
-  const found = await admin.searchCompanies({ query: 'console calls', limit: 1 })
-  t.same(found.companies.map((c) => c.id), [company.id], 'searchCompanies: by name, case-insensitive')
-  t.equal((await admin.findCustomerUser({ companyId: company.id, externalId: 'console-user' })).id, issued.user.id, 'findCustomerUser')
-  t.match(await failure(admin.findCustomerUser({ companyId: company.id, externalId: 'nobody' })), { statusCode: 404, code: 'NOT_FOUND' })
-  t.same(await admin.previewCompanyRevocation(company.id), { users: 1, openSessions: 0 }, 'previewCompanyRevocation')
-  t.same(await admin.previewAgentRevocation(agent.id), { users: 1, openSessions: 0 }, 'previewAgentRevocation')
-  const invalidated = await admin.invalidateCustomerUser(issued.user.id)
-  t.match(invalidated, { customerUserId: issued.user.id, newTokenVersion: 1, receipt: { changeId: String, nodes: Array } })
-  const second = await client.issueToken({ userId: 'console-user' })
-  const revoked = await admin.revokeTokenAsAdmin(second.token)
-  t.match(revoked, { message: 'Token revoked successfully', receipt: { changeId: String } })
-  t.equal((await admin.revokeTokenAsAdmin(second.token)).receipt, null, 'a repeat: no receipt')
-  const operator = await admin.createOperator({ name: 'Client Test', role: 'viewer' })
-  t.match(operator.token, /^opt_/)
-  t.ok((await admin.listOperators()).some((o) => o.id === operator.id && !('token' in o)), 'listed, without its token')
-  t.match(await admin.revokeOperator(operator.id), { id: operator.id, revokedAt: ISO_RE })
-})
-
-t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDeliveries, redeliverWebhookDelivery, deleteWebhook', async (t) => {
+t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDeliveries, deleteWebhook', async (t) => {
   const { company } = await tenant('Hooked')
   const created = await admin.createWebhook(company.id, { url: 'https://hooks.example.com/in', types: ['token.revoked'] })
   t.match(created, { companyId: company.id, url: 'https://hooks.example.com/in', types: ['token.revoked'], secret: /^whsec_/ })
@@ -241,13 +211,6 @@ t.test('SPEC §9.3: createWebhook (its secret once), listWebhooks, listWebhookDe
   const { secret: _secret, ...listed } = created
   t.same(await admin.listWebhooks(company.id), [listed], 'never the secret')
   t.same(await admin.listWebhookDeliveries(created.id, { limit: 5 }), [])
-  // An event of its type is queued for it; redeliverWebhookDelivery queues it again (SPEC §10.2).
-  const hooked = await tenantClient(company.id)
-  await hooked.revokeToken((await hooked.issueToken({ userId: 'hooked-user' })).token)
-  const [delivery] = await admin.listWebhookDeliveries(created.id, { limit: 5 })
-  t.match(delivery, { deliveryId: String, eventType: 'token.revoked' })
-  t.match(await admin.redeliverWebhookDelivery(delivery!.deliveryId), { deliveryId: String, webhookId: created.id, eventId: delivery!.eventId, status: 'pending' })
-  t.equal((await admin.listWebhookDeliveries(created.id, { limit: 5 })).length, 2, 'the listing shows the redelivery')
   t.same(await admin.deleteWebhook(created.id), listed)
   t.match(await failure(admin.deleteWebhook(created.id)), { statusCode: 404, code: 'NOT_FOUND', message: 'Webhook not found' })
   t.match(await failure(admin.createWebhook(company.id, { url: 'ftp://hooks.example.com/' })), { statusCode: 400, code: 'VALIDATION_ERROR' })
@@ -420,10 +383,6 @@ t.test('client options are checked at construction: a TypeError naming the optio
     ['apiKey', { keyId: 'ak_x' }],
     ['apiKey', { keyId: 1, keySecret: 'sk_x' }],
     ['apiKey', 'ak_x:sk_x'],
-    ['session', {}],
-    ['session', { csrf: '' }],
-    ['session', { csrf: 'a\nb' }],
-    ['session', 'csrf'],
   ] as const) {
     t.throws(
       () => new ChatAuthClient({ baseUrl, [option]: value } as unknown as ConstructorParameters<typeof ChatAuthClient>[0]),
@@ -433,32 +392,6 @@ t.test('client options are checked at construction: a TypeError naming the optio
   }
   t.doesNotThrow(() => new ChatAuthClient({ baseUrl, timeoutMs: 1, retries: 0, retryDelayMs: 0, adminToken: ADMIN_TOKEN, apiKey: { keyId: 'ak', keySecret: 'sk' } }), 'the smallest settings')
   t.doesNotThrow(() => new ChatAuthClient({ baseUrl: new URL(baseUrl), timeoutMs: 2 ** 31 - 1 }), 'the largest timeout')
-})
-
-t.test('the console session (SPEC §10.3): no bearer token, the cookie sent (credentials same-origin), x-csrf-token on writes only', async (t) => {
-  const seen: { method: string; authorization?: string; csrf?: string }[] = []
-  const gateway = await hop(t, (request, response) => {
-    seen.push({ method: request.method!, authorization: request.headers.authorization, csrf: request.headers['x-csrf-token'] as string | undefined })
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keyId: 'ak_x', revokedAt: '2030-01-01T00:00:00.000Z' }))
-  })
-  const credentials: (string | undefined)[] = []
-  const recordingFetch: typeof fetch = (input, init) => {
-    credentials.push(init?.credentials)
-    return fetch(input, init)
-  }
-  const admin = new ChatAuthClient({ baseUrl: gateway.url, session: { csrf: 'csrf-of-the-session' }, fetch: recordingFetch }).admin
-  await admin.listApiKeys(randomUUID())
-  await admin.revokeApiKey('ak_x')
-  await admin.updateCustomerUser(randomUUID(), { active: false })
-  t.same(seen, [
-    { method: 'GET', authorization: undefined, csrf: undefined },
-    { method: 'DELETE', authorization: undefined, csrf: 'csrf-of-the-session' },
-    { method: 'PATCH', authorization: undefined, csrf: 'csrf-of-the-session' },
-  ], 'never an Authorization header; the proof on every write')
-  t.same(credentials, ['same-origin', 'same-origin', 'same-origin'], 'fetch is asked to send the cookie')
-  t.throws(() => new ChatAuthClient({ baseUrl, session: { csrf: 'x' }, adminToken: ADMIN_TOKEN }), { name: 'TypeError', message: /client option session: expected either session or adminToken/ })
-  // Against the real gateway, a session the page does not have is the admin API's 401.
-  t.match(await failure(new ChatAuthClient({ baseUrl, session: { csrf: 'x' } }).admin.listApiKeys(randomUUID())), { statusCode: 401, code: 'INVALID_ADMIN_TOKEN' })
 })
 
 t.test('verify resolves only with the identity of a 200 answer; anything else is PROTOCOL_ERROR, not retried', async (t) => {

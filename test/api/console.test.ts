@@ -72,7 +72,7 @@ t.test('the session is the caller of the admin API: reads as they are, writes on
   const read = await withCookie(node, cookie, 'GET', `/admin/v1/customer-users/${user.id}`)
   t.equal(read.statusCode, 200, 'a read needs no CSRF token')
   const before = await snapshotRows(node)
-  for (const headers of [{}, { 'x-csrf-token': 'wrong' }, { 'x-csrf-token': body.csrf.slice(1) }, { 'x-csrf-token': '' }]) {
+  for (const headers of <Array<Record<string, string>>>[{}, { 'x-csrf-token': 'wrong' }, { 'x-csrf-token': body.csrf.slice(1) }, { 'x-csrf-token': '' }]) {
     const refused = await withCookie(node, cookie, 'POST', `/admin/v1/customer-users/${user.id}/invalidate`, undefined, headers)
     t.equal(refused.statusCode, 403, JSON.stringify(headers))
     t.strictSame(refused.json(), CSRF, JSON.stringify(headers))

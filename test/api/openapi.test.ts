@@ -82,6 +82,11 @@ t.test('every route the app registers is in the document', async (t) => {
       t.ok(hidden, `${url}: the description's own routes are left out of it`)
       continue
     }
+    // The console's page and assets are a page, not API (its session API is documented).
+    if (url === '/console' || (url.startsWith('/console/') && !url.startsWith('/console/api/'))) {
+      t.ok(hidden, `${url}: the console's page is left out`)
+      continue
+    }
     for (const method of methods) {
       // The verify endpoint answers every method, at every path below it, alike: its GET entry documents them all.
       if (url.startsWith(VERIFY_PATH) && !(url === VERIFY_PATH && method === 'GET')) {
@@ -135,10 +140,25 @@ const SPEC_ENDPOINTS: Array<{ method: string; url: string; body?: string[]; ok: 
   { method: 'POST', url: '/admin/v1/agents/:agentId/revoke-tokens', ok: 200, errors: [401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/companies/:companyId/events', ok: 200, errors: [400, 401, 404], admin: true },
   { method: 'GET', url: '/admin/v1/companies/:companyId/usage', ok: 200, errors: [401, 404], admin: true },
+  // SPEC §10
+  { method: 'POST', url: '/admin/v1/operators', body: ['name', 'role'], ok: 201, errors: [400, 401, 403], admin: true },
+  { method: 'GET', url: '/admin/v1/operators', ok: 200, errors: [401, 403], admin: true },
+  { method: 'DELETE', url: '/admin/v1/operators/:operatorId', ok: 200, errors: [401, 403, 404], admin: true },
+  { method: 'POST', url: '/admin/v1/customer-users/:customerUserId/invalidate', ok: 200, errors: [401, 403, 404, 503], admin: true },
+  { method: 'POST', url: '/admin/v1/tokens/revoke', body: ['token'], ok: 200, errors: [400, 401, 403, 409, 503], admin: true },
+  { method: 'GET', url: '/admin/v1/customer-users', ok: 200, errors: [400, 401, 403, 404], admin: true },
+  { method: 'GET', url: '/admin/v1/companies', ok: 200, errors: [400, 401, 403], admin: true },
+  { method: 'GET', url: '/admin/v1/nodes', ok: 200, errors: [401, 403], admin: true },
+  { method: 'POST', url: '/admin/v1/webhook-deliveries/:deliveryId/redeliver', ok: 202, errors: [401, 403, 404], admin: true },
+  { method: 'GET', url: '/admin/v1/companies/:companyId/revoke-tokens/preview', ok: 200, errors: [401, 403, 404], admin: true },
+  { method: 'GET', url: '/admin/v1/agents/:agentId/revoke-tokens/preview', ok: 200, errors: [401, 403, 404], admin: true },
+  { method: 'POST', url: '/console/api/session', body: ['token'], ok: 200, errors: [400, 401, 429] },
+  { method: 'GET', url: '/console/api/session', ok: 200, errors: [401] },
 ]
 
 t.test('each SPEC endpoint: request body, answer, error bodies, and the admin bearer scheme', async (t) => {
-  t.same(document.components.securitySchemes.adminToken, { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment' })
+  t.same(document.components.securitySchemes.adminToken, { type: 'http', scheme: 'bearer', description: "The ADMIN_TOKEN of the deployment (role admin), or an operator's token (`opt_…`, with the operator's role)" })
+  t.match(document.components.securitySchemes.consoleSession, { type: 'apiKey', in: 'cookie', name: 'chat_auth_console' })
   for (const endpoint of SPEC_ENDPOINTS) {
     const name = `${endpoint.method} ${endpoint.url}`
     const entry = operation(endpoint.method, endpoint.url)
@@ -155,7 +175,10 @@ t.test('each SPEC endpoint: request body, answer, error bodies, and the admin be
       t.same(error?.required, ['statusCode', 'message', 'code'], `${name}: ${status} answers the error body`)
       t.not(entry.responses[status]?.description, 'Default Response', `${name}: ${status} says what it means`)
     }
-    if (endpoint.admin) t.same(entry.security, [{ adminToken: [] }], `${name} needs the admin token`)
+    if (endpoint.admin) {
+      t.same(entry.security, [{ adminToken: [] }, { consoleSession: [] }], `${name} needs the admin token, an operator's, or a console session`)
+      t.same(entry.responses[403]?.content?.['application/json']?.schema?.required, ['statusCode', 'message', 'code'], `${name}: 403 beyond the caller's role`)
+    }
     else t.notOk(entry.security?.some((scheme) => 'adminToken' in scheme), `${name} does not ask for the admin token`)
   }
   t.same(operation('GET', '/rest/v1/auth/verify')?.security, [{ chatToken: [] }], 'verify takes the issued JWT as a bearer token')

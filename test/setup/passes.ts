@@ -29,6 +29,7 @@ const ONCE = [
   'test/jwt.test.ts',
   'test/migrate.test.ts',
   'test/multi-node.test.ts',
+  'test/operators-multi-node.test.ts',
   'test/packaging.test.ts',
   'test/proxies/proxies.test.ts',
   'test/redis-bus-forgery.test.ts',

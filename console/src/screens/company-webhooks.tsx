@@ -75,7 +75,7 @@ function WebhookCard({ hook, onDeleted }: { hook: Webhook; onDeleted: () => void
 function Deliveries({ webhookId }: { webhookId: string }) {
   const { session } = useConsole()
   const deliveries = useLoad((admin) => admin.listWebhookDeliveries(webhookId, { limit: 50 }), `deliveries:${webhookId}`, 5000)
-  const redeliver = useAction((admin, deliveryId: string) => admin.redeliverWebhookDelivery(deliveryId))
+  const redeliver = useAction((admin, deliveryId: string) => admin.redeliver(deliveryId))
   const operator = may(session.role, 'operator')
   if (deliveries.data === undefined) return deliveries.loading ? <Loading /> : <Problem error={deliveries.error} what="The deliveries could not be read" />
   if (deliveries.data.length === 0) return <Empty>Nothing delivered yet.</Empty>

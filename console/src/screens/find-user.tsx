@@ -58,7 +58,7 @@ export function ByExternalId({ companyId, externalId, fixedCompany = false, titl
     if (companyId === '' || externalId === '' || fixedCompany) return
     let current = true
     setState({ searching: true })
-    admin.findCustomerUser({ companyId, externalId }).then(
+    admin.findCustomerUser(companyId, externalId).then(
       (user) => current && navigate(`/users/${user.id}`, { replace: true }),
       (error: { statusCode?: number }) => {
         if (!current) return

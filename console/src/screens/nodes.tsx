@@ -1,6 +1,6 @@
 import { useEffect } from 'preact/hooks'
 import { useLoad } from '../api.js'
-import type { GatewayNode as NodeView } from '../../../src/client/index.js'
+import type { NodeStatus as NodeView } from '../../../src/client/index.js'
 import { formatMs } from '../receipt.js'
 import { Empty, Loading, Problem, Time, Yes } from '../ui.js'
 

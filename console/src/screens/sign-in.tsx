@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
+import { ChatAuthError } from '../../../src/client/index.js'
 import { signIn, type Session } from '../session.js'
 
 /**
@@ -25,7 +26,8 @@ export function SignIn({ notice, onSignedIn }: { notice?: string; onSignedIn: (s
       input.value = ''
       onSignedIn(session)
     } catch (failure) {
-      setError(failure instanceof Error ? failure.message : String(failure))
+      const message = failure instanceof Error ? failure.message : String(failure)
+      setError(failure instanceof ChatAuthError && failure.statusCode === 429 ? `${message}: too many attempts, wait a minute` : message)
       setBusy(false)
     }
   }

@@ -88,8 +88,8 @@ export function UserPage({ id }: { id: string }) {
 }
 
 function UserActions({ id, active, onDone }: { id: string; active: boolean; onDone: (what: string, receipt: Receipt | null) => void }) {
-  const invalidate = useAction((admin) => admin.invalidateCustomerUser(id))
-  const revoke = useAction((admin, token: string) => admin.revokeTokenAsAdmin(token))
+  const invalidate = useAction((admin) => admin.invalidateUser(id))
+  const revoke = useAction((admin, token: string) => admin.revokeToken(token))
   const toggle = useAction((admin, next: boolean) => admin.updateCustomerUser(id, { active: next }))
   const [token, setToken] = useState('')
   return (
