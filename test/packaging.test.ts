@@ -16,8 +16,11 @@ t.test('npm pack ships what a user runs, and nothing else', async (t) => {
   for (const needed of ['package.json', 'README.md', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/client/index.js', 'dist/src/client/index.d.ts', 'migrations/001_schema.sql']) {
     t.ok(files.includes(needed), `ships ${needed}`)
   }
-  const unexpected = files.filter((f) => !/^(package\.json|README\.md|LICENSE|migrations\/\d+_\w+\.sql|dist\/src\/.+\.(js|d\.ts))$/.test(f))
-  t.same(unexpected, [], 'no bench, tests, sources or source maps')
+  // The console (SPEC §10.3): what `chat-auth serve` serves at /console/, built by npm run build.
+  t.ok(files.includes('dist/console/index.html'), 'ships the console page')
+  t.same(files.filter((f) => f.startsWith('dist/console/assets/')).map((f) => f.replace(/-[A-Z0-9]{8}\./, '-HASH.')).sort(), ['dist/console/assets/console-HASH.css', 'dist/console/assets/console-HASH.js'], 'and its two hashed assets')
+  const unexpected = files.filter((f) => !/^(package\.json|README\.md|LICENSE|migrations\/\d+_\w+\.sql|dist\/src\/.+\.(js|d\.ts)|dist\/console\/(index\.html|assets\/console-[A-Z0-9]{8}\.(js|css)))$/.test(f))
+  t.same(unexpected, [], 'no bench, tests, sources (the console\'s neither) or source maps')
   t.same(files.filter((f) => f.startsWith('dist/src/example/')), [], 'nor the example chat server (its @fastify/websocket is a devDependency)')
 })
 

@@ -53,6 +53,11 @@ export class AdminClient {
     return this.send({ method: 'PATCH', path: `/admin/v1/companies/${id(companyId)}`, body, idempotent: true }, options)
   }
 
+  /** The company's agents, by name. */
+  async listAgents(companyId: string, options: CallOptions = {}): Promise<Agent[]> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/agents`, idempotent: true }, options)
+  }
+
   /** The company's first agent becomes its default agent. */
   async createAgent(companyId: string, body: { name: string; active?: boolean }, options: CallOptions = {}): Promise<Agent> {
     return this.send({ method: 'POST', path: `/admin/v1/companies/${id(companyId)}/agents`, body, idempotent: false }, options)
@@ -95,9 +100,13 @@ export class AdminClient {
     return this.send({ method: 'POST', path: `/admin/v1/agents/${id(agentId)}/revoke-tokens`, idempotent: false }, options)
   }
 
-  /** One page of the company's events, newest first (`limit` 1–500, default 100). */
-  async listEvents(companyId: string, page: { limit?: number; before?: string } = {}, options: CallOptions = {}): Promise<EventPage> {
-    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/events`, query: { limit: page.limit, before: page.before }, idempotent: true }, options)
+  /**
+   * One page of the company's events, newest first (`limit` 1–500, default 100); or, with
+   * `after` (a page's `cursor`), what committed since, oldest first, and a new `cursor`:
+   * polling with it misses nothing (SPEC §7.2).
+   */
+  async listEvents(companyId: string, page: { limit?: number; before?: string; after?: string } = {}, options: CallOptions = {}): Promise<EventPage> {
+    return this.send({ method: 'GET', path: `/admin/v1/companies/${id(companyId)}/events`, query: { limit: page.limit, before: page.before, after: page.after }, idempotent: true }, options)
   }
 
   /** Every event of the company, newest first, page by page as the loop asks for them. */

@@ -249,6 +249,8 @@ export interface EventPage {
   events: AuditEvent[]
   /** pass as `before` for the next (older) page; null at the end */
   next: string | null
+  /** pass as `after` to get what commits later, oldest first */
+  cursor: string
 }
 
 /** A webhook endpoint as listed (SPEC §9.3): never its secret. */

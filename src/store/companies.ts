@@ -178,6 +178,12 @@ export function companyStore(db: Db) {
         toAgent,
       ),
 
+    /** The company's agents by name then id; undefined when there is no such company. */
+    listAgents: async (companyId: string): Promise<AgentRecord[] | undefined> => {
+      if ((await one(db, `SELECT 1 AS found FROM company WHERE id = $1`, [companyId], (row: { found: number }) => row.found)) === undefined) return undefined
+      return all(db, `SELECT ${AGENT_COLUMNS} FROM agent WHERE company_id = $1 ORDER BY name, id`, [companyId], toAgent)
+    },
+
     getAgent: (id: string): Promise<AgentRecord | undefined> => one(db, `SELECT ${AGENT_COLUMNS} FROM agent WHERE id = $1`, [id], toAgent),
 
     /** Several agents in one query (the caches' batched misses); absent ids are left out. */

@@ -147,6 +147,19 @@ t.test('agents: the first becomes the default agent, the second does not', async
   t.strictSame(patched.json(), { id: company.id, name: 'Initech', defaultAgentId: secondAgent.id, createdAt: company.createdAt })
 })
 
+t.test('agents: the company\'s listing, by name then id (the console\'s Company page); 404 for an unknown company', async (t) => {
+  const company = (await node.admin('POST', '/admin/v1/companies', { name: 'Listed agents' })).json()
+  t.strictSame(await get(`/admin/v1/companies/${company.id}/agents`), [], 'none yet')
+  const zed = (await node.admin('POST', `/admin/v1/companies/${company.id}/agents`, { name: 'Zed' })).json()
+  const amy = (await node.admin('POST', `/admin/v1/companies/${company.id}/agents`, { name: 'Amy', active: false })).json()
+  await node.admin('POST', `/admin/v1/companies/${(await tenant('Other')).companyId}/agents`, { name: 'Not theirs' })
+  t.strictSame(await get(`/admin/v1/companies/${company.id}/agents`), [amy, zed], 'its own agents only, by name')
+  for (const unknown of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
+    const response = await node.admin('GET', `/admin/v1/companies/${unknown}/agents`)
+    t.strictSame([response.statusCode, response.json()], [404, errorBody(404, 'Company not found', 'NOT_FOUND')], unknown)
+  }
+})
+
 t.test('agents: PATCH name and active', async (t) => {
   const acme = await tenant()
   const original = (await node.admin('POST', `/admin/v1/companies/${acme.companyId}/agents`, { name: 'Patchable' })).json()

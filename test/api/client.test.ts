@@ -91,6 +91,7 @@ t.test('every admin call of SPEC §4', async (t) => {
   t.equal((await admin.updateCompany(company.id, { name: 'Admin Inc', defaultAgentId: second.id })).defaultAgentId, second.id)
   t.match(await failure(admin.updateCompany(company.id, { defaultAgentId: randomUUID() })), { statusCode: 400, code: 'INVALID_DEFAULT_AGENT' })
   t.equal((await admin.updateAgent(second.id, { active: true, name: 'Day shift' })).name, 'Day shift')
+  t.same((await admin.listAgents(company.id)).map((a) => a.name), ['Admin agent', 'Day shift'], 'listAgents: by name')
 
   const unnamed = await admin.createApiKey(company.id)
   t.equal(unnamed.name, null)
@@ -189,6 +190,14 @@ t.test('SPEC §7.2: listEvents pages newest first, and events() walks every page
   const walked = []
   for await (const event of admin.events(company.id, { limit: 1 })) walked.push(event)
   t.same(walked, all.events, 'events() walks every page in order')
+
+  // A live feed polls with `after`: what committed since the cursor, oldest first, and where to go on from.
+  t.type(all.cursor, 'string')
+  t.same((await admin.listEvents(company.id, { after: all.cursor })).events, [], 'nothing new yet')
+  await admin.updateCustomerUser(issued.user.id, { active: true })
+  const since = await admin.listEvents(company.id, { after: all.cursor })
+  t.same(since.events.map((e) => e.type), ['user.activated'], 'what committed since the cursor')
+  t.same((await admin.listEvents(company.id, { after: since.cursor })).events, [], 'and its cursor goes on from there')
   t.match(await failure(admin.listEvents(company.id, { limit: 501 })), { statusCode: 400 })
   t.match(await failure(admin.listEvents(randomUUID())), { statusCode: 404, code: 'NOT_FOUND' })
 })

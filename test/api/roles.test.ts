@@ -63,6 +63,7 @@ const CALLS: Record<string, () => Promise<Call>> = {
   'GET /admin/v1/companies': async () => ({ url: '/admin/v1/companies?query=roles' }),
   'GET /admin/v1/companies/:companyId': async () => ({ url: `/admin/v1/companies/${acme.companyId}` }),
   'GET /admin/v1/companies/:companyId/usage': async () => ({ url: `/admin/v1/companies/${acme.companyId}/usage` }),
+  'GET /admin/v1/companies/:companyId/agents': async () => ({ url: `/admin/v1/companies/${acme.companyId}/agents` }),
   'GET /admin/v1/companies/:companyId/api-keys': async () => ({ url: `/admin/v1/companies/${acme.companyId}/api-keys` }),
   'GET /admin/v1/companies/:companyId/events': async () => ({ url: `/admin/v1/companies/${acme.companyId}/events` }),
   'GET /admin/v1/companies/:companyId/webhooks': async () => ({ url: `/admin/v1/companies/${acme.companyId}/webhooks` }),

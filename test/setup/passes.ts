@@ -22,6 +22,7 @@ const ONCE = [
   'test/client-hostile.test.ts',
   'test/clock-skew.test.ts',
   'test/compose.test.ts',
+  'test/console.test.ts',
   'test/config.test.ts',
   'test/database-claim.test.ts',
   'test/docs-page.test.ts',

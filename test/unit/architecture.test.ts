@@ -66,6 +66,13 @@ t.test('the CLI imports telemetry/ only dynamically', async (t) => {
   t.notMatch(text, /^\s*import\s[^(]*from\s+['"]\.\/telemetry\//m, 'no static import')
   t.match(text, /import\(['"]\.\/telemetry\/start\.js['"]\)/, 'a dynamic one')
 })
+const consoleSources = readdirSync(join(ROOT, 'console/src'), { recursive: true, encoding: 'utf8' })
+  .filter((name) => /\.tsx?$/.test(name))
+  .map((name) => join('console/src', name))
+t.test('the console is scanned', async (t) => t.ok(consoleSources.some((f) => f.endsWith('.tsx')) && importsOf('console/src/main.tsx').includes('preact')))
+rule('the console (console/src) takes the admin API only through the client, and no package but Preact', consoleSources, (target) =>
+  target.startsWith('src/') ? !inside(target, 'src/client') : !inside(target, 'console/src') && target !== 'preact' && !target.startsWith('preact/'),
+)
 rule('the test toolkit imports no test, no chaos code and no bench code', sources('test/support'), (target) =>
   /\.test\.ts$/.test(target) || inside(target, 'test/chaos', 'bench'),
 )

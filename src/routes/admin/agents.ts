@@ -8,6 +8,18 @@ import { errorResponses, Text } from '../../http/schemas.js'
 import { Agent, agentBody, Receipt, receiptBody } from './schemas.js'
 
 export const agentRoutes: FastifyPluginAsyncTypebox<AdminServices> = async (fastify, { store, changes }) => {
+  // The company's agents, for the console's Company page (SPEC §10.3).
+  fastify.get(
+    '/companies/:companyId/agents',
+    { schema: { params: Type.Object({ companyId: Type.String() }), response: { 200: Type.Array(Agent), ...errorResponses(401, 404) } } },
+    async (request) => {
+      const { companyId } = request.params
+      const agents = isUuid(companyId) ? await store.listAgents(companyId) : undefined
+      if (agents === undefined) throw errors.notFound('Company')
+      return agents.map(agentBody)
+    },
+  )
+
   fastify.post(
     '/companies/:companyId/agents',
     {

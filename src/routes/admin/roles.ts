@@ -19,6 +19,7 @@ export const ROUTE_ROLES: Record<string, Needs> = {
   'GET /admin/v1/companies': 'viewer',
   'GET /admin/v1/companies/:companyId': 'viewer',
   'GET /admin/v1/companies/:companyId/usage': 'viewer',
+  'GET /admin/v1/companies/:companyId/agents': 'viewer',
   'GET /admin/v1/companies/:companyId/api-keys': 'viewer',
   'GET /admin/v1/companies/:companyId/events': 'viewer',
   'GET /admin/v1/companies/:companyId/webhooks': 'viewer',
