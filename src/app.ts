@@ -14,11 +14,10 @@ import { createCredentialGuard } from './http/credential-guard.js'
 import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
 import { adminRoutes } from './routes/admin/index.js'
-import { packageVersion, registerOpenApi } from './http/openapi.js'
+import { registerOpenApi } from './http/openapi.js'
 import { createAdminCallers } from './auth/operators.js'
 import { createConsoleSessions } from './auth/console-sessions.js'
 import { consoleRoutes } from './routes/console/index.js'
-import { localNodes } from './routes/admin/local-node.js'
 import { eventStreamRoute } from './routes/events-stream.js'
 import { oauthRoutes } from './routes/oauth.js'
 import { createOAuthService } from './auth/oauth.js'
@@ -62,17 +61,11 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(eventStreamRoute, { credentials, hub, cursorSecret })
   await fastify.register(operationsRoutes, { store, bus, metrics, keyring, warmedUp: gateway.warmedUp, revocationsLoaded: () => gateway.states.revokedTokens.loaded, clock: gateway.clock.state, jwksMaxAgeSeconds: config.jwksMaxAgeSeconds })
   const limits = { newUsers: config.newUsers, maxLiveTokenRevocations: config.maxLiveTokenRevocations }
-  // Until the bus's board of live nodes lands: this node alone (routes/admin/local-node.ts).
-  const nodes = localNodes({
-    nodeId: (bus as { nodeId?: string }).nodeId ?? 'embedded',
-    version: packageVersion(),
-    bus,
-    sessions: gateway.sessions,
-    eventStreams: hub,
-    clock: gateway.clock,
-    cachedUsers: () => ({ users: gateway.states.caches.users.size, bytes: gateway.states.bytes().users }),
-    ready: () => bus.health().ready && gateway.warmedUp() && gateway.clock.state() !== 'skewed',
-  })
+  // SPEC §10.2: the live nodes as the bus's board holds them (assembly/nodes.ts), and their open sessions.
+  const nodes = {
+    list: () => gateway.nodes.list(),
+    openSessions: async (scope: 'company' | 'agent', key: string) => (await gateway.nodes.openSessions({ scope, key })).total,
+  }
   await fastify.register(adminRoutes, {
     credentials,
     consoleSessions,

@@ -33,7 +33,7 @@ t.test('chat-auth-gateway/client is an export of the package, and loads no serve
     console.log(JSON.stringify({ client: Object.keys(client).sort(), main: typeof main.chatAuthPlugin }))`
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT })
   const exported = JSON.parse(stdout)
-  t.same(exported.client, ['AdminClient', 'CLIENT_CODES', 'ChatAuthClient', 'ChatAuthError', 'OAuthCalls'])
+  t.same(exported.client, ['AdminClient', 'CLIENT_CODES', 'ChatAuthClient', 'ChatAuthError', 'ConsoleCalls', 'OAuthCalls'])
   t.equal(exported.main, 'function', 'the main entry still resolves through exports')
 })
 
@@ -43,21 +43,26 @@ t.test('chat-auth-gateway/client is an export of the package, and loads no serve
  * major (which admits Node 18): `overrides` in package.json pins those. Each pin is checked
  * here, so that an upgrade that starts calling something else is noticed.
  */
-const PINNED: Array<{ path: string; user: string; calls: string }> = [
+const PINNED: Array<{ name: string; user: string; calls: string }> = [
   // fastify's app.inject (light-my-request) calls stringifySetCookie({name, value, ...})
-  { path: 'node_modules/light-my-request/node_modules/cookie', user: 'light-my-request/lib/cookies.js', calls: 'stringifySetCookie' },
+  { name: 'cookie', user: 'light-my-request/lib/cookies.js', calls: 'stringifySetCookie' },
   // @fastify/static (under @fastify/swagger-ui) calls create(filename, options) in reply.download()
-  { path: 'node_modules/@fastify/static/node_modules/content-disposition', user: '@fastify/static/index.js', calls: 'create' },
+  { name: 'content-disposition', user: '@fastify/static/index.js', calls: 'create' },
 ]
+
+/** The version package.json's `overrides` pins `name` at, for whichever package depends on it. */
+const pinnedVersion = (name: string): string | undefined => Object.values(pkg.overrides as Record<string, Record<string, string>>).find((pins) => pins[name] !== undefined)?.[name]
 
 t.test('the pinned dependencies still provide what their users call', async (t) => {
   const require = createRequire(import.meta.url)
-  for (const { path, user, calls } of PINNED) {
+  for (const { name, user, calls } of PINNED) {
     const source = readFileSync(new URL(`../node_modules/${user}`, import.meta.url), 'utf8')
     const imported = new RegExp(`\\{[^}]*\\b${calls}\\b[^}]*\\}\\s*=\\s*require\\('([^']+)'\\)`).exec(source)
     t.ok(imported, `${user} takes ${calls} from require()`)
     const resolved = require.resolve(imported?.[1] ?? 'missing', { paths: [fileURLToPath(new URL(`../node_modules/${user}`, import.meta.url))] })
-    t.ok(resolved.includes(path.slice('node_modules/'.length) + '/') || resolved.includes(path + '/'), `${user} resolves the pinned copy (${resolved})`)
+    // Wherever npm put it (nested, or hoisted when nothing else wants another version): the pinned version.
+    const packageFile = resolved.slice(0, resolved.lastIndexOf(`/node_modules/${name}/`) + `/node_modules/${name}/`.length) + 'package.json'
+    t.equal(JSON.parse(readFileSync(packageFile, 'utf8')).version, pinnedVersion(name), `${user} resolves the pinned ${name} (${packageFile})`)
     t.type(require(resolved)[calls], 'function', `the pinned copy exports ${calls}`)
   }
 })

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { VERSION } from '../version.js'
 import type { FastifyInstance } from 'fastify'
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
@@ -132,7 +132,7 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
       openapi: '3.1.0',
       info: {
         title: 'chat-auth — chat token gateway',
-        version: packageVersion(),
+        version: VERSION,
         description:
           'Issues signed chat JWTs for the end users of your customer companies, verifies them on every chat request, and revokes them: one user, one token, a whole company or agent. Every error answers `{statusCode, message, code}`.',
       },
@@ -194,15 +194,3 @@ function described(responses: Record<string, unknown>): Record<string, unknown> 
   )
 }
 
-/** The package's version, from its package.json (dist/src/http/ or src/http/ below the root). */
-export function packageVersion(): string {
-  for (const candidate of ['../../../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string; version?: string }
-      if (pkg.name === 'chat-auth-gateway' && pkg.version) return pkg.version
-    } catch {
-      // not this one
-    }
-  }
-  return '0.0.0'
-}
