@@ -15,6 +15,9 @@ import type { Change } from '../src/domain.js'
 import type { RedisClusterConnection } from '../src/config.js'
 import { deriveBusKeys } from '../src/bus/messages/messages.js'
 import { sleep } from './support/poll.js'
+import { freshPostgresDatabase } from './support/databases.js'
+import { call, setupCompany, verify } from './support/http-client.js'
+import { startGatewayProcess } from './support/processes.js'
 import { busNodes, userChanges, until as untilState, type BusNode } from './support/bus-nodes.js'
 import { startRedisCluster, type ClusterSet } from './support/redis-cluster.js'
 
@@ -151,4 +154,22 @@ t.test('the slot migrated to another master while changes are published: no node
   t.comment(`${published} publishes across the migration, ${failed} answered 503`)
   t.ok(published - failed > 5, 'publishes resolved before and after it')
   await Promise.all(nodes.map((n) => n.bus.close()))
+})
+
+t.test('two gateway nodes on the cluster: each follows the master of the slot (/readyz), and a change made on one is refused on the other when it answers', async (t) => {
+  const databaseUrl = await freshPostgresDatabase(t)
+  const env = { DATABASE_URL: databaseUrl, REDIS_CLUSTER_NODES: cluster.nodesEnv, REDIS_PREFIX: `${prefix}-gw`, CACHE_LEASE_MS: String(LEASE_MS) }
+  const first = await startGatewayProcess(env, { name: 'node-1', teardown: (fn) => t.teardown(fn) })
+  const second = await startGatewayProcess(env, { name: 'node-2', teardown: (fn) => t.teardown(fn) })
+  const owner = addressOf(await cluster.ownerOf(await cluster.slotOf(`{${prefix}-gw}`)))
+  for (const gateway of [first, second]) {
+    const ready = await until(`${gateway.name} ready`, async () => (await call(gateway.url, 'GET', '/readyz')).status === 200).then(() => call(gateway.url, 'GET', '/readyz'))
+    t.match(ready.body, { status: 'ready', invalidationChannel: 'subscribed', redis: { follows: owner, subscribed: true } }, `${gateway.name} follows ${owner}`)
+  }
+  const key = await setupCompany(first.url)
+  const issued = await call(first.url, 'POST', '/rest/v1/auth/token', { keyId: key.keyId, keySecret: key.keySecret, userId: 'alice' })
+  t.equal((await verify(second.url, issued.body.token)).status, 200, 'the token is good on the other node (and cached there)')
+  const invalidated = await call(first.url, 'POST', '/rest/v1/auth/invalidate-token', { keyId: key.keyId, keySecret: key.keySecret, customerUserId: issued.body.user.id })
+  t.equal(invalidated.status, 200)
+  t.match((await verify(second.url, issued.body.token)).body, { code: 'TOKEN_REVOKED' }, 'refused on the other node the moment the call answered')
 })
