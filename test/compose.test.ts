@@ -108,3 +108,32 @@ t.test('the image builds from what its Dockerfile copies: no source it compiles 
   }
   t.same(missing, [], 'tsc in the image would not find these')
 })
+
+/** `docker compose -f docker-compose.yml -f docker-compose.cluster.yml`: the gateway environment as merged, and the file. */
+function clusterVariant(): { env: Record<string, string>; file: string } {
+  const file = readFileSync(new URL('docker-compose.cluster.yml', root), 'utf8')
+  const lines = file.split('\n')
+  const start = lines.findIndex((line) => /^x-cluster-env: &cluster-env\s*$/.test(line))
+  const env = { ...gatewayEnvironment() }
+  for (const line of lines.slice(start + 1)) {
+    if (/^\s*#/.test(line)) continue
+    const match = /^ {2}([A-Z_][A-Z0-9_]*):\s*(.*)$/.exec(line)
+    if (!match) break
+    env[match[1]!] = match[2]!.replace(/^"(.*)"$/, '$1')
+  }
+  return { env, file }
+}
+
+t.test('the Cluster variant (docker-compose.cluster.yml) runs three masters with a replica each and configures every node for them', async (t) => {
+  const { env, file } = clusterVariant()
+  for (const name of Object.keys(env)) t.ok((CONFIG_VARIABLES as readonly string[]).includes(name), `${name} is a config variable`)
+  const config = loadConfig(Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value.replace(/\$\{ADMIN_TOKEN[^}]*\}/, 'a'.repeat(24)).replace(/\$\{JWT_SECRET[^}]*\}/, 'b'.repeat(64))])))
+  if (config.redis?.kind !== 'cluster') return t.fail('the variant configures Redis Cluster')
+  const services = [...file.matchAll(/^ {2}(redis-\d+): \*cluster-node$/gm)].map((m) => m[1]!)
+  t.equal(services.length, 6, 'six cluster nodes')
+  t.same(config.redis.nodes.map(({ host }) => host).sort(), services.sort(), 'every one of them a seed')
+  t.ok(config.redis.nodes.every(({ port }) => port === 6379), 'on the port they listen on')
+  t.match(file, /--cluster-enabled yes/, 'cluster mode')
+  t.match(file, /redis-cli --cluster create \$\$ips --cluster-replicas 1/, 'three masters with a replica each')
+  for (const gateway of ['gateway-1', 'gateway-2']) t.match(file, new RegExp(`^  ${gateway}:\\n    environment: \\*cluster-env`, 'm'), `${gateway} uses the cluster`)
+})

@@ -122,6 +122,13 @@ t.test('every bad value stops start-up with a message naming the variable', asyn
     ),
     [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'my master' }, 'REDIS_SENTINEL_NAME'],
     [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_TLS: 'perhaps' }, 'REDIS_TLS'],
+    // Issue 44: Redis Cluster, the third shape: exactly one of the three, and nothing of the others.
+    [{ DATABASE_URL: PG, REDIS_URL: 'redis://r:6379', REDIS_CLUSTER_NODES: 'c1:7000' }, 'REDIS_CLUSTER_NODES'],
+    [{ DATABASE_URL: PG, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'c1:7000' }, 'REDIS_CLUSTER_NODES'],
+    [{ DATABASE_URL: PG, REDIS_CLUSTER_NODES: 'c1:7000', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINEL_NAME'],
+    [{ DATABASE_URL: PG, REDIS_CLUSTER_NODES: 'c1:7000', REDIS_SENTINEL_PASSWORD: 'secret' }, 'REDIS_SENTINEL_PASSWORD'],
+    [{ REDIS_CLUSTER_NODES: 'c1:7000' }, 'REDIS_CLUSTER_NODES'],
+    ...['c1', 'c1:0', 'c1:7000,c1:7000'].map((nodes) => [{ DATABASE_URL: PG, REDIS_CLUSTER_NODES: nodes }, 'REDIS_CLUSTER_NODES'] as [Record<string, string>, string]),
   ]
   for (const [env, variable] of cases) {
     const error = (() => {
@@ -147,6 +154,16 @@ t.test('a blank value is unset where unset is a choice, not where it means "gene
 
 t.test('Redis: one server by URL, or Redis Sentinel', async (t) => {
   t.same(loadConfig({ DATABASE_URL: PG, REDIS_URL: 'rediss://chat:pw@r:6380' }).redis, { kind: 'url', url: 'rediss://chat:pw@r:6380' })
+  t.same(loadConfig({ DATABASE_URL: PG, REDIS_CLUSTER_NODES: 'c1:7000, 10.0.0.2:7001', REDIS_USERNAME: 'chat', REDIS_PASSWORD: 'pw', REDIS_TLS: 'true' }).redis, {
+    kind: 'cluster',
+    nodes: [
+      { host: 'c1', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+    ],
+    username: 'chat',
+    password: 'pw',
+    tls: true,
+  })
   t.same(loadConfig({ DATABASE_URL: PG, REDIS_SENTINELS: ' s1:26379, 10.0.0.2:26380 ,[::1]:26381', REDIS_SENTINEL_NAME: 'chat-auth' }).redis, {
     kind: 'sentinel',
     sentinels: [

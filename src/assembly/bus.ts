@@ -24,8 +24,8 @@ export interface NodeParts {
   changeLog?: (changeLog: ChangeLog) => ChangeLog
   /** wraps the bus the caches and writes use */
   bus?: (bus: InvalidationBus) => InvalidationBus
-  /** replaces what tells a Redis Sentinel node which server is the primary */
-  sentinelWatch?: RedisBusOptions['sentinelWatch']
+  /** wraps (or, returning undefined, removes) what tells a Sentinel or Cluster node which server the bus must be on */
+  primaryWatch?: RedisBusOptions['primaryWatch']
   /** how often a subscribed node reads the change log again */
   catchUpEveryMs?: number
   /** the revoked-token filter's tuning, or filters wrapped (cache/revoked-tokens.ts) */
@@ -79,6 +79,6 @@ async function configuredBus(config: Config, options: BusOptions, parts: NodePar
     keys: deriveBusKeys(options.jwtKeys),
     changeLog: parts.changeLog ? parts.changeLog(log) : log,
     ...(parts.catchUpEveryMs !== undefined ? { catchUpEveryMs: parts.catchUpEveryMs } : {}),
-    ...(parts.sentinelWatch ? { sentinelWatch: parts.sentinelWatch } : {}),
+    ...(parts.primaryWatch ? { primaryWatch: parts.primaryWatch } : {}),
   })
 }

@@ -10,7 +10,8 @@ import { createBusMetrics, throttledLog } from './bus-metrics.js'
 import { createCatchUp } from './catch-up.js'
 import { createListeners } from './listeners.js'
 import { createPrimaryVouching } from './connection/primary-vouching.js'
-import { createSentinelWatch, type SentinelWatch, type SentinelWatchOptions } from './connection/sentinel-watch.js'
+import type { PrimaryWatch } from './connection/primary-watch.js'
+import { createWatch } from './connection/watch.js'
 import { createInbox } from './messages/inbox.js'
 import { createMessageCodec, type BusKey } from './messages/messages.js'
 import { createPublisher, withTimeout } from './publishing/publisher.js'
@@ -43,8 +44,8 @@ export interface RedisBusOptions {
   changeLog?: ChangeLog
   /** how often a caught-up subscription reads the change log again (default catch-up.ts CATCH_UP_EVERY_MS) */
   catchUpEveryMs?: number
-  /** with Sentinel: what tells which server is the primary (default: sentinel-watch.ts) */
-  sentinelWatch?: (options: SentinelWatchOptions) => SentinelWatch | undefined
+  /** with Sentinel or a Cluster, wraps what tells which server the bus must be on (connection/watch.ts; undefined: no watch) */
+  primaryWatch?: (watch: PrimaryWatch) => PrimaryWatch | undefined
 }
 
 export interface RedisBus extends InvalidationBus {
@@ -64,7 +65,9 @@ export interface RedisBus extends InvalidationBus {
  */
 export function createRedisBus(options: RedisBusOptions): RedisBus {
   const { leaseMs } = options
-  const prefix = options.prefix ?? 'chat-auth'
+  const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
+  // On a Cluster every key and channel of the bus hashes to the slot of `{prefix}` (SPEC §11).
+  const prefix = connection.kind === 'cluster' ? `{${options.prefix ?? 'chat-auth'}}` : (options.prefix ?? 'chat-auth')
   const nodeId = options.nodeId ?? randomBytes(8).toString('hex')
   const log = options.logger.child({ component: 'redis-bus', nodeId })
   const now = () => performance.now()
@@ -73,7 +76,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const ackChannel = ackChannelOf(nodeId)
   const questionChannel = `${prefix}:questions`
   const connectTimeoutMs = Math.max(1000, leaseMs * 2)
-  const connection: RedisConnection = options.connection ?? { kind: 'url', url: options.url ?? '' }
   const warn = throttledLog(log, now)
   let closed = false
   let started = false
@@ -83,9 +85,28 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const listeners = createListeners(count, log)
   const { deliver, newEpoch } = listeners
 
+  const watch = createWatch(connection, {
+    slotKey: prefix,
+    leaseMs,
+    now,
+    wrap: options.primaryWatch,
+    onPrimaryChanged(address) {
+      // What the caches hold may predate changes published on the new primary. The
+      // connections on the former one are left at the next heartbeat.
+      newEpoch('primary_changed')
+      log.warn({ primary: address }, address === undefined ? 'no majority names the server of the bus' : 'a majority names a new server of the bus')
+    },
+    onError(error) {
+      count.error('sentinel')
+      warn(`redis ${connection.kind} watch connection error`, { err: error.message })
+    },
+  })
+  const owner = () => watch?.primaryAddress()
+
   // ── publishing: the registry on the command connection, publish with acks ───
   const registry = createRegistry({
     connection,
+    owner,
     prefix,
     nodeId,
     ttlMs: trust.registrationTtlMs,
@@ -103,7 +124,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       warn(operation === 'register' ? 'registration failed' : 'redis command connection error', { err: error.message })
     },
   })
-  const watch = connection.kind === 'sentinel' ? (options.sentinelWatch ?? createSentinelWatch)(sentinelWatchOptions(connection)) : undefined
   const codec = createMessageCodec(prefix, options.keys)
   const publisher = createPublisher({
     registry,
@@ -139,7 +159,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   })
   const catchUp = createCatchUp({ changeLog: options.changeLog, log, metrics: options.metrics, warn, deliver, newEpoch, everyMs: options.catchUpEveryMs })
   const board = createBoard({ registry, codec, nodeId, ackChannelOf, waitMs: Math.max(1000, leaseMs * 2), warn })
-  const subscriber = createSubscriber({ connection, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel, questionChannel], connectTimeoutMs }, now)
+  const subscriber = createSubscriber({ connection, owner, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel, questionChannel], connectTimeoutMs }, now)
   const primary = createPrimaryVouching({ watch, subscriber, registry })
   const heartbeat = createHeartbeat({ leaseMs, connectTimeoutMs, now, trust, subscriber, registry, primary })
 
@@ -147,25 +167,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     if (closed || !catchUp.caughtUp()) return false
     const at = now()
     return trust.trustedAt(at) && primary.vouched(at)
-  }
-
-  function sentinelWatchOptions(sentinels: Extract<RedisConnection, { kind: 'sentinel' }>): SentinelWatchOptions {
-    return {
-      connection: sentinels,
-      leaseMs,
-      queryTimeoutMs: leaseMs,
-      now,
-      onPrimaryChanged(address) {
-        // What the caches hold may predate changes published on the new primary. The
-        // connections on the former one are left at the next heartbeat.
-        newEpoch('primary_changed')
-        log.warn({ primary: address }, address === undefined ? 'no majority of sentinels names a primary' : 'the sentinels name a new primary')
-      },
-      onError(error) {
-        count.error('sentinel')
-        warn('redis sentinel connection error', { err: error.message })
-      },
-    }
   }
 
   function subscribe(): void {

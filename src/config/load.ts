@@ -45,7 +45,7 @@ export function parseConfig(env: Env): Config {
     throw new ConfigError('WARM_UP_USERS', `must not exceed CACHE_SIZE (${config.cacheSize}): the cache would evict what the warm-up read`)
   }
   if (config.redis !== undefined && config.databaseUrl === undefined) {
-    throw new ConfigError(config.redis.kind === 'url' ? 'REDIS_URL' : 'REDIS_SENTINELS', 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
+    throw new ConfigError({ url: 'REDIS_URL', sentinel: 'REDIS_SENTINELS', cluster: 'REDIS_CLUSTER_NODES' }[config.redis.kind], 'needs DATABASE_URL: nodes that share a channel must share one PostgreSQL (the embedded store serves a single node)')
   }
   return config
 }
@@ -72,21 +72,25 @@ function limits(values: Values, isSet: (name: string) => boolean): LimitsConfig 
   }
 }
 
-const SENTINEL_ONLY = ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'] as const
+const SENTINEL_ONLY = ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD'] as const
+const DATA_SERVERS = ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'] as const
+const SHAPES = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const
 
-/** REDIS_URL, or the Sentinel variables: exactly one shape, nothing of the other. */
+/** REDIS_URL, the Sentinel variables or the Cluster ones: exactly one shape, nothing of the others. */
 function redisConnection(values: Values, isSet: (name: string) => boolean): RedisConnection | undefined {
-  const { REDIS_URL: redisUrl, REDIS_SENTINELS: sentinels, REDIS_SENTINEL_NAME: name } = values
-  if (redisUrl !== undefined && sentinels !== undefined) {
-    throw new ConfigError('REDIS_SENTINELS', 'set either REDIS_URL (one Redis server) or REDIS_SENTINELS with REDIS_SENTINEL_NAME (Redis Sentinel), not both')
+  const { REDIS_URL: redisUrl, REDIS_SENTINELS: sentinels, REDIS_CLUSTER_NODES: clusterNodes, REDIS_SENTINEL_NAME: name } = values
+  const shapes = SHAPES.filter((shape) => values[shape] !== undefined)
+  if (shapes.length > 1) {
+    throw new ConfigError(shapes[1]!, `set exactly one of REDIS_URL (one Redis server), REDIS_SENTINELS with REDIS_SENTINEL_NAME (Redis Sentinel) or REDIS_CLUSTER_NODES (Redis Cluster); ${shapes.join(' and ')} are set`)
   }
   if (sentinels === undefined) {
-    const stray = SENTINEL_ONLY.find(isSet)
+    const stray = SENTINEL_ONLY.find(isSet) ?? (clusterNodes === undefined ? DATA_SERVERS.find(isSet) : undefined)
     if (stray !== undefined) {
-      const dataNodeSetting = stray === 'REDIS_USERNAME' || stray === 'REDIS_PASSWORD' || stray === 'REDIS_TLS'
-      const hint = redisUrl !== undefined && dataNodeSetting ? ' (with REDIS_URL, the user and password go in the URL, and rediss:// is TLS)' : ''
-      throw new ConfigError(stray, `only used with REDIS_SENTINELS${hint}`)
+      const dataServers = (DATA_SERVERS as readonly string[]).includes(stray)
+      const hint = redisUrl !== undefined && dataServers ? ' (with REDIS_URL, the user and password go in the URL, and rediss:// is TLS)' : ''
+      throw new ConfigError(stray, `only used with ${dataServers ? 'REDIS_SENTINELS or REDIS_CLUSTER_NODES' : 'REDIS_SENTINELS'}${hint}`)
     }
+    if (clusterNodes !== undefined) return { kind: 'cluster', nodes: clusterNodes, username: values.REDIS_USERNAME, password: values.REDIS_PASSWORD, tls: values.REDIS_TLS }
     return redisUrl === undefined ? undefined : { kind: 'url', url: redisUrl }
   }
   if (name === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'REDIS_SENTINELS needs the master name the sentinels monitor')

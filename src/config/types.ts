@@ -96,7 +96,20 @@ export interface RedisSentinelConnection {
   tls: boolean
 }
 
-export type RedisConnection = RedisUrlConnection | RedisSentinelConnection
+/**
+ * A Redis Cluster, reached through some of its nodes (SPEC §11): the bus lives in the one hash
+ * slot of `{REDIS_PREFIX}` and follows the master a majority of the cluster's nodes say holds it.
+ */
+export interface RedisClusterConnection {
+  kind: 'cluster'
+  /** seed nodes: the rest of the cluster is learned from them */
+  nodes: SentinelAddress[]
+  username: string | undefined
+  password: string | undefined
+  tls: boolean
+}
+
+export type RedisConnection = RedisUrlConnection | RedisSentinelConnection | RedisClusterConnection
 
 export interface LimitsConfig {
   /** the longest a client may take to send one whole request (headers and body) */

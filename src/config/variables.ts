@@ -20,9 +20,10 @@ export const VARIABLES = {
   REDIS_SENTINEL_NAME: redisName(128, { help: 'the master name the sentinels monitor' }),
   REDIS_SENTINEL_USERNAME: text({ help: 'ACL user on the sentinels' }),
   REDIS_SENTINEL_PASSWORD: text({ help: 'password of the sentinels' }),
-  REDIS_USERNAME: text({ help: 'ACL user on the primary and replicas (Sentinel only)' }),
-  REDIS_PASSWORD: text({ help: 'password of the primary and replicas (Sentinel only)' }),
-  REDIS_TLS: boolean({ default: 'false', help: 'TLS to the sentinels and the data servers (Sentinel only)' }),
+  REDIS_CLUSTER_NODES: hostPorts({ help: 'instead of REDIS_URL or REDIS_SENTINELS, Redis Cluster: host:port of some of its nodes (the rest are learned from them)' }),
+  REDIS_USERNAME: text({ help: 'ACL user on the data servers (Sentinel or Cluster)' }),
+  REDIS_PASSWORD: text({ help: 'password of the data servers (Sentinel or Cluster)' }),
+  REDIS_TLS: boolean({ default: 'false', help: 'TLS to the sentinels and the data servers (Sentinel or Cluster)' }),
   ADMIN_TOKEN: text({ unset: 'generated', blankRefused: true, help: 'bearer token of the admin API' }, 16),
   // The key variables are text here: src/jwt/key-material.ts reads and checks the keys.
   // Without any of them a key is generated: blank is refused (see About.blankRefused).

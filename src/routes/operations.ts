@@ -23,6 +23,8 @@ const Readiness = Type.Object({
   revocationsLoaded: Type.Boolean(),
   /** this node's clock against PostgreSQL's: `skewed` past MAX_CLOCK_SKEW, `unknown` before a first reading */
   clock: Type.Union([Type.Literal('ok'), Type.Literal('skewed'), Type.Literal('unknown')]),
+  /** with Redis: the server the node follows (a Sentinel's primary, the master of a Cluster's bus slot) and whether its subscription is live */
+  redis: Type.Optional(Type.Object({ follows: Type.Union([Type.String(), Type.Null()]), subscribed: Type.Boolean() })),
 })
 // Each key as RFC 7517 writes it; which members a key has depends on its algorithm.
 const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true })) })
@@ -78,6 +80,7 @@ export async function operationsRoutes(fastify: FastifyInstance, { store, bus: c
       cacheWarm: warm,
       revocationsLoaded: revocations,
       clock: clockState,
+      ...(bus.redis === undefined ? {} : { redis: { follows: bus.redis.follows ?? null, subscribed: bus.redis.subscribed } }),
     })
   })
 

@@ -36,6 +36,7 @@ const ONCE = [
   'test/readme-walk-through.test.ts',
   'test/redis-bus-forgery.test.ts',
   'test/redis-bus.test.ts',
+  'test/redis-cluster.test.ts',
   'test/redis-sentinel.test.ts',
   'test/revocation-load.test.ts',
   'test/sessions.test.ts',

@@ -1,22 +1,22 @@
-import type { SentinelWatch } from './sentinel-watch.js'
+import type { PrimaryWatch } from './primary-watch.js'
 
 export interface PrimaryVouchingOptions {
-  /** what the sentinels say (sentinel-watch.ts); undefined with one Redis server: nothing to vouch for */
-  watch: SentinelWatch | undefined
+  /** what a majority of the sentinels, or of the cluster's nodes, says (connection/watch.ts); undefined with one Redis server: nothing to vouch for */
+  watch: PrimaryWatch | undefined
   subscriber: { address(): string | undefined; drop(reason: string): void }
   registry: { address(): string | undefined; reconnect(): void }
 }
 
 export interface PrimaryVouching {
-  /** With Sentinel: only while a majority of sentinels, asked within a lease, name the server we are subscribed to. */
+  /** With Sentinel or a Cluster: only while a majority of voters, asked within a lease, name the server we are subscribed to. */
   vouched(at: number): boolean
-  /** Connections on a server the sentinels no longer name are dropped; ioredis asks them again. */
+  /** Connections on a server the majority no longer names are dropped; the next one goes where it names now. */
   leaveFormerPrimary(): void
   poll(): void
   close(): void
 }
 
-/** Redis Sentinel: which server is the primary (sentinel-watch.ts), held against the bus's two connections. */
+/** Redis Sentinel or Cluster: which server the bus must be on (connection/watch.ts), held against the bus's two connections. */
 export function createPrimaryVouching({ watch, subscriber, registry }: PrimaryVouchingOptions): PrimaryVouching {
   if (watch === undefined) return { vouched: () => true, leaveFormerPrimary() {}, poll() {}, close() {} }
   return {

@@ -33,6 +33,8 @@ export interface Registration {
 
 export interface RegistryOptions {
   connection: RedisConnection
+  /** Redis Cluster: the master of the bus's slot, where each connection goes (connection/watch.ts) */
+  owner?: () => string | undefined
   prefix: string
   nodeId: string
   /** how long an entry lives on Redis's clock after each renewal */
@@ -115,7 +117,9 @@ type ScriptedRedis = Redis & {
 
 export function createRegistry(options: RegistryOptions): Registry {
   const { prefix, nodeId, now } = options
-  const redis = createRedisClient(options.connection, {
+  const redis = createRedisClient(
+    options.connection,
+    {
     lazyConnect: true,
     connectionName: `${prefix}:cmd:${nodeId}`,
     enableOfflineQueue: false,
@@ -123,9 +127,13 @@ export function createRegistry(options: RegistryOptions): Registry {
     maxRetriesPerRequest: 0,
     connectTimeout: options.connectTimeoutMs,
     retryStrategy: (attempt) => Math.min(500, 25 * 2 ** Math.min(attempt, 5)),
-  }) as ScriptedRedis
+    },
+    options.owner,
+  ) as ScriptedRedis
+  // On a Cluster the channels are sharded: SPUBLISH, in the slot of the registry (SPEC §11).
+  const sharded = options.connection.kind === 'cluster'
   redis.defineCommand('chatAuthRegister', { numberOfKeys: 3, lua: REGISTER_LUA })
-  redis.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
+  redis.defineCommand('chatAuthPublish', { numberOfKeys: 3, lua: sharded ? PUBLISH_LUA.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'") : PUBLISH_LUA })
   redis.defineCommand('chatAuthDeregister', { numberOfKeys: 1, lua: DEREGISTER_LUA })
   redis.defineCommand('chatAuthStatuses', { numberOfKeys: 2, lua: STATUSES_LUA })
   const registryKey = `${prefix}:nodes`
@@ -163,7 +171,7 @@ export function createRegistry(options: RegistryOptions): Registry {
       const [receivers, instanceAgeMs, nodes] = await redis.chatAuthPublish(registryKey, channel, bornPrefix, payload)
       return { receivers: Number(receivers), instanceAgeMs: Number(instanceAgeMs), nodes: nodes.map(String), address: connectedAddress(redis) }
     },
-    publishAck: (ackChannel, payload) => redis.publish(ackChannel, payload),
+    publishAck: (ackChannel, payload) => (sharded ? redis.spublish(ackChannel, payload) : redis.publish(ackChannel, payload)),
     async publishQuestion(payload) {
       const [, , nodes] = await redis.chatAuthPublish(registryKey, questionChannel, bornPrefix, payload)
       return nodes.map(String)

@@ -28,6 +28,8 @@ export interface SubscriberEvents {
 
 export interface SubscriberOptions {
   connection: RedisConnection
+  /** Redis Cluster: the master of the bus's slot, where each connection goes (connection/watch.ts) */
+  owner?: () => string | undefined
   /** CLIENT SETNAME of every connection */
   name: string
   channels: string[]
@@ -63,6 +65,8 @@ interface Connection {
 }
 
 export function createSubscriber(options: SubscriberOptions, now: () => number): Subscriber {
+  // On a Cluster the channels are sharded (SPEC §11): SSUBSCRIBE, `smessage`.
+  const sharded = options.connection.kind === 'cluster'
   let current: Connection | undefined
   let attempt = 0
   let reconnectTimer: NodeJS.Timeout | undefined
@@ -71,7 +75,9 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
   function connect(events: SubscriberEvents): void {
     reconnectTimer = undefined
     if (closed) return
-    const redis = createRedisClient(options.connection, {
+    const redis = createRedisClient(
+      options.connection,
+      {
       lazyConnect: true,
       connectionName: options.name,
       connectTimeout: options.connectTimeoutMs,
@@ -85,16 +91,25 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
       maxRetriesPerRequest: 0,
       // Sentinel mode: when no sentinel answers, this connection attempt fails (the next is a new instance).
       sentinelRetryStrategy: () => null,
-    })
+      },
+      options.owner,
+    )
     const conn: Connection = { redis, events, openedAt: now(), subscribed: false, dead: false, address: undefined }
     current = conn
-    redis.on('message', (channel: string, payload: string) => {
+    redis.on(sharded ? 'smessage' : 'message', (channel: string, payload: string) => {
       if (!conn.dead) events.message(channel, payload)
     })
     // 'error' precedes 'close'/'end'; the loss itself is reported once, on 'end'.
     redis.on('error', (error: Error) => {
-      if (!conn.dead) events.error(error)
+      if (conn.dead) return
+      // A Cluster server unsubscribes us itself when the slot leaves it (a failover, a
+      // migration): ioredis, which did not ask, reports the replies it cannot place as
+      // errors, and the connection, no longer subscribed, would hear nothing. It is lost.
+      if (sharded && /Command queue state error/.test(error.message)) return lose(conn, 'unsubscribed_by_server', error)
+      events.error(error)
     })
+    // An SSUBSCRIBE sent to a server that no longer holds the slot is redirected, and never answered.
+    if (sharded) redis.on('moved', () => lose(conn, 'slot_moved'))
     redis.on('end', () => lose(conn, 'closed'))
     void (async () => {
       await redis.connect()
@@ -103,7 +118,7 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
       if (runId === undefined) throw new Error('INFO server gave no run_id')
       const address = connectedAddress(redis)
       if (address === undefined) throw new Error('connection closed before it subscribed')
-      await redis.subscribe(...options.channels)
+      await (sharded ? redis.ssubscribe(...options.channels) : redis.subscribe(...options.channels))
       if (conn.dead) return
       conn.subscribed = true
       conn.address = address
@@ -132,8 +147,12 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
       const conn = current
       if (!conn || conn.dead || !conn.subscribed) return false
       conn.redis.ping().then(
-        () => {
-          if (!conn.dead) conn.events.pong()
+        (reply) => {
+          if (conn.dead) return
+          // Subscribed, Redis answers a PING with ["pong", ""]; a plain "PONG" (or anything else)
+          // means the server dropped our subscription behind ioredis's back (a Cluster moving the slot).
+          if (sharded && !Array.isArray(reply)) return lose(conn, 'unsubscribed_by_server')
+          conn.events.pong()
         },
         (error: Error) => lose(conn, 'ping_failed', error),
       )
@@ -152,7 +171,7 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
       if (!conn || conn.dead) return
       conn.dead = true
       if (conn.subscribed) {
-        const left = conn.redis.unsubscribe().catch(() => {})
+        const left = (sharded ? conn.redis.sunsubscribe() : conn.redis.unsubscribe()).catch(() => {})
         await Promise.race([left, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())])
       }
       conn.redis.disconnect()

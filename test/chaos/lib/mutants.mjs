@@ -89,7 +89,7 @@ export function createMutant(name, config) {
     },
     // (Sentinel) the primary is not checked with the sentinels.
     'no-primary-check': {
-      sentinelWatch: () => (acted(), undefined),
+      primaryWatch: () => (acted(), undefined),
     },
     // Revocations kept until exp + JWT_CLOCK_TOLERANCE only, as if every clock agreed with
     // the database's: the write finds nothing to keep once the database's clock passed
