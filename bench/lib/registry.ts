@@ -23,6 +23,7 @@ import revocationRestart from '../scenarios/revocation-restart.js'
 import revocationCost from '../scenarios/revocation-cost.js'
 import sessions from '../scenarios/sessions.js'
 import busAck from '../scenarios/bus-ack.js'
+import redisShapes from '../scenarios/redis-shapes.js'
 import eventFanout from '../scenarios/event-fanout.js'
 import webhookWrites from '../scenarios/webhook-writes.js'
 import otelCost from '../scenarios/otel-cost.js'
@@ -53,6 +54,7 @@ export const REGISTRY: Scenario[] = [
   revocationCost,
   sessions,
   busAck,
+  redisShapes,
   eventFanout,
   webhookWrites,
   otelCost,
