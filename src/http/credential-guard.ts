@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { AuthenticateApiKey } from '../auth/credentials.js'
 import { bearerToken } from '../auth/verify.js'
 import type { ApiKeyState } from '../domain.js'
-import { andThen, type MaybePromise } from '../cache/states.js'
+import { andThen, type MaybePromise } from '../maybe-promise.js'
 import { ApiError, errors } from '../errors.js'
 import type { FailureLimits } from './failure-limits.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { bearerToken, type Identity, type TokenClaims, type Verdict, type VerifyToken } from '../auth/verify.js'
+import { bearerToken, type Identity, type VerifiedClaims, type Verdict, type VerifyToken } from '../auth/verify.js'
 import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
 import { BEARER_CHALLENGE, denialBody, type Denial } from '../errors.js'
 import type { Metrics } from '../metrics.js'
@@ -146,9 +146,9 @@ const sentThroughHooks = new WeakSet<VerifyToken>()
 
 // Keyed by the verified claims object the keyring keeps for a token (never by the token):
 // an entry goes when the keyring forgets the token.
-const preparedAnswers = new WeakMap<TokenClaims, PreparedAnswer>()
+const preparedAnswers = new WeakMap<VerifiedClaims, PreparedAnswer>()
 
-function preparedAnswer(reply: FastifyReply, claims: TokenClaims, identity: Identity): PreparedAnswer {
+function preparedAnswer(reply: FastifyReply, claims: VerifiedClaims, identity: Identity): PreparedAnswer {
   const known = preparedAnswers.get(claims)
   if (known !== undefined && madeFrom(known, identity)) return known
   const made = prepare(reply, identity)

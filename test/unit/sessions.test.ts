@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { ChangeHandler } from '../../src/bus/bus.js'
-import type { TokenClaims, Verdict } from '../../src/auth/verify.js'
+import type { VerifiedClaims, Verdict } from '../../src/auth/verify.js'
 import type { AgentState, CompanyState, UserState } from '../../src/domain.js'
 import { createSessions, type SessionsOptions } from '../../src/sessions/sessions.js'
 
@@ -33,7 +33,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
   let handler: ChangeHandler = () => {}
   let epoch: () => void = () => {}
   let trusted = true
-  const claimsOf = new Map<string, TokenClaims>()
+  const claimsOf = new Map<string, VerifiedClaims>()
   const verifyToken: SessionsOptions['verifyToken'] = (token): Verdict => {
     const claims = token === undefined ? undefined : claimsOf.get(token)
     if (claims === undefined) return { ok: false, denial: { code: 'INVALID_TOKEN', message: 'Invalid token' } }
