@@ -23,7 +23,7 @@ import { DIST, freePort, startProcess, type Proc } from './lib/procs.js'
 import { stableStart } from './lib/data.js'
 import * as S from './lib/scenarios.js'
 import { scratchDataset } from './lib/scratch.js'
-import { VERIFY_PATH } from '../src/routes/verify.js'
+import { VERIFY_PATH } from '../src/routes/verify/path.js'
 
 const { values: args } = parseArgs({
   options: {
