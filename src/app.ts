@@ -7,9 +7,12 @@ import { body, installErrorHandling, toApiError } from './http/error-handler.js'
 import { tokenRoute } from './routes/token.js'
 import { invalidateRoute } from './routes/invalidate.js'
 import { revokeTokenRoute } from './routes/revoke-token.js'
-import { answerVerification, VERIFY_PATH, verifyRoute } from './routes/verify.js'
+import { verifyRoute } from './routes/verify/route.js'
+import { answerUnroutedVerifyCall, refusedVerifyCall } from './routes/verify/refused.js'
 import { acceptEveryMethod, connectionOptions, hardenServer } from './http/connections.js'
-import { answerClientError } from './http/client-errors.js'
+import { clientErrorAnswerer } from './http/client-errors.js'
+import { serveConnections, type NodeInternals } from './http/node-internals.js'
+import { nodeInternals } from './http/node-internals-check.js'
 import { createCredentialGuard } from './http/credential-guard.js'
 import { registerFailureLimits } from './http/failure-limits.js'
 import { operationsRoutes } from './routes/operations.js'
@@ -22,12 +25,19 @@ import { eventStreamRoute } from './routes/events-stream.js'
 import { oauthRoutes } from './routes/oauth.js'
 import { createOAuthService } from './auth/oauth.js'
 
+export interface AppOptions {
+  /** what the node uses of Node's internals (buildApp's); by default the start-up check's */
+  internals?: NodeInternals
+}
+
 /**
  * The application as a Fastify plugin: routes, error handling and request metrics over the
  * node that `gatewayPlugin` put on the instance. It never listens; `server.ts` does.
  */
-export default async function app(fastify: FastifyInstance): Promise<void> {
+export default async function app(fastify: FastifyInstance, options: AppOptions = {}): Promise<void> {
   const { gateway } = fastify
+  const internals = options.internals ?? (await nodeInternals({ use: gateway.config.nodeInternals, log: fastify.log }))
+  serveConnections(fastify.server, internals.connections)
   installErrorHandling(fastify)
   countRequests(fastify, gateway)
   acceptEveryMethod(fastify)
@@ -53,7 +63,7 @@ export default async function app(fastify: FastifyInstance): Promise<void> {
   await fastify.register(tokenRoute, { credentials, tokens })
   await fastify.register(invalidateRoute, { credentials, changes })
   await fastify.register(revokeTokenRoute, { credentials, revoker })
-  await fastify.register(verifyRoute, { verifyToken, metrics })
+  await fastify.register(verifyRoute, { verifyToken, writeHead: internals.writeHead, metrics })
   await fastify.register(oauthRoutes, { credentials, oauth: createOAuthService({ verifyToken, revoker }) })
   // The node's event streams end before the server closes: an open one would keep it open.
   const { hub, cursorSecret } = gateway.eventStreams
@@ -104,7 +114,7 @@ export function fastifyOptions(config: Config, logger: Logger): FastifyServerOpt
     routerOptions: { maxParamLength: 2048 },
     frameworkErrors: answerFrameworkError as FastifyServerOptions['frameworkErrors'],
     // What Node's parser refuses (headers over MAX_HEADER_SIZE, say): the verify path is still denied with a 401.
-    clientErrorHandler: answerClientError as FastifyServerOptions['clientErrorHandler'],
+    clientErrorHandler: clientErrorAnswerer(refusedVerifyCall) as FastifyServerOptions['clientErrorHandler'],
     // Per-request logs would cost more than the verification itself; /metrics counts requests.
     logController: new LogController({ disableRequestLogging: true }),
     // Nor is a child logger built for every request: errors log their request id themselves.
@@ -121,7 +131,8 @@ export function fastifyOptions(config: Config, logger: Logger): FastifyServerOpt
 /** What fails before routing (a malformed URL) still gets a SPEC body. */
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   // A proxy's verify call is decided by its token, whatever its path looks like.
-  if (request.url.startsWith(VERIFY_PATH + '/') || request.url.startsWith(VERIFY_PATH + ';')) return answerVerification(request.server.gateway.verifyToken, request, reply)
+  const verifyCall = answerUnroutedVerifyCall(request.server.gateway.verifyToken, request, reply)
+  if (verifyCall !== undefined) return verifyCall
   const apiError = toApiError(error)
   return reply.code(apiError.statusCode).send(body(apiError))
 }
@@ -137,11 +148,12 @@ export interface BuiltApp {
  * test's hosts add their test-only routes this way).
  */
 export async function buildApp(config: Config, options: GatewayOptions, routes?: FastifyPluginAsync): Promise<BuiltApp> {
+  const internals = await nodeInternals({ use: config.nodeInternals, log: options.logger })
   const fastify = Fastify(fastifyOptions(config, options.logger)).withTypeProvider<TypeBoxTypeProvider>()
-  hardenServer(fastify, config.limits)
+  hardenServer(fastify, config.limits, internals)
   try {
     await fastify.register(gatewayPlugin, { config, ...options })
-    await fastify.register(app)
+    await fastify.register(app, { internals })
     if (routes) await fastify.register(routes)
     await fastify.ready()
   } catch (error) {

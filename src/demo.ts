@@ -1,5 +1,6 @@
 import { generateApiKey } from './auth/api-keys.js'
 import type { Store } from './store/store.js'
+import { VERIFY_PATH } from './routes/verify/path.js'
 
 export interface DemoData {
   companyId: string
@@ -30,7 +31,7 @@ export function demoBanner(demo: DemoData, baseUrl: string): string {
     'Get a token for your end user "user-42":',
     `  curl -s -X POST ${baseUrl}/rest/v1/auth/token -H 'content-type: application/json' -d '${body}'`,
     'then verify it:',
-    `  curl -i ${baseUrl}/rest/v1/auth/verify -H "authorization: Bearer <token>"`,
+    `  curl -i ${baseUrl}${VERIFY_PATH} -H "authorization: Bearer <token>"`,
     '',
   ].join('\n')
 }

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { CLOCK_DRIFT, SLACK_MS, Trust, writerWaitMs } from '../src/bus/subscription/lease.js'
 
 /**
- * The lease and trust arithmetic of src/bus/lease.ts, on simulated clocks. One node and one
+ * The lease and trust arithmetic of src/bus/subscription/lease.ts, on simulated clocks. One node and one
  * writer, each with a monotonic clock running at its own rate within ±CLOCK_DRIFT of real
  * time; pings, pongs (in order, after any delay), registrations, subscription losses and
  * stalls in any order. The writer publishes at some real instant; Redis delivers the

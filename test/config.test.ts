@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { ConfigError, loadConfig, parseDuration } from '../src/config.js'
+import { ConfigError, loadConfig, parseDuration, VARIABLES } from '../src/config.js'
 
 t.test('defaults (SPEC §5)', async (t) => {
   const config = loadConfig({})
@@ -189,6 +189,13 @@ t.test('Redis: one server by URL, or Redis Sentinel', async (t) => {
     REDIS_TLS: 'true',
   }).redis
   t.match(withSecrets, { kind: 'sentinel', sentinelUsername: 'watcher', sentinelPassword: 'sentinel-secret', username: 'chat', password: 'data-secret', tls: true })
+})
+
+t.test("TEST_NODE_INTERNALS: the tests' switch to Node's public API, not among the variables an operator sets", async (t) => {
+  t.equal(loadConfig({}).nodeInternals, true, 'by default a node uses what the start-up check allows')
+  t.equal(loadConfig({ TEST_NODE_INTERNALS: 'false' }).nodeInternals, false)
+  t.throws(() => loadConfig({ TEST_NODE_INTERNALS: 'maybe' }), /TEST_NODE_INTERNALS/, 'checked like any other')
+  t.notOk('TEST_NODE_INTERNALS' in VARIABLES, 'neither in the README table nor in --help')
 })
 
 t.test('limits: defaults and accepted values', async (t) => {

@@ -36,7 +36,33 @@ t.test('four nodes migrating one PostgreSQL at once apply each migration exactly
   const rows = await dbs[0]!.query<{ name: string }>('SELECT name FROM schema_migration ORDER BY version')
   t.same(rows.map((r) => r.name), files)
   t.same(await migrate(dbs[1]!), { applied: [] }, 'a later run has nothing to do')
-  await previousVersionView(t, dbs[0]!)
+  await outboxGone(t, dbs[0]!)
+})
+
+/**
+ * 014: change_outbox is dropped, with the trigger and function of 003 that logged its rows
+ * and the xid column of 006: nothing has written or read it since 007.
+ */
+async function outboxGone(t: Test, db: Db) {
+  t.same(await db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE 'change_outbox%'`), [], 'no change_outbox table')
+  t.same(await db.query(`SELECT proname FROM pg_proc WHERE proname LIKE 'change_outbox%'`), [], 'nor the function that logged its rows')
+  t.same(await db.query(`SELECT tgname FROM pg_trigger WHERE tgname LIKE 'change_outbox%'`), [], 'nor its trigger')
+  // what the nodes write instead: record_change(), into change_log
+  await db.query(`SELECT record_change('user', 'k-014', 7, NULL, NULL, NULL, NULL, NULL)`)
+  t.same(await db.query(`SELECT kind, key, revision::int AS revision FROM change_log WHERE key = 'k-014'`), [{ kind: 'user', key: 'k-014', revision: 7 }], 'changes are still logged')
+}
+
+t.test('up to 013, a node of the version before 007 saw the outbox hold its horizon; 014 drops the outbox', async (t) => {
+  const db = createPostgresDb(await freshPostgresDatabase(t))
+  t.teardown(() => db.close())
+  const before014 = mkdtempSync(join(tmpdir(), 'migrations-'))
+  t.teardown(() => rmSync(before014, { recursive: true, force: true }))
+  for (const file of files.filter((name) => Number.parseInt(name, 10) < 14)) copyFileSync(join(MIGRATIONS_DIR, file), join(before014, file))
+  await migrate(db, before014)
+  await previousVersionView(t, db)
+  t.same(await migrate(db), { applied: files.filter((name) => Number.parseInt(name, 10) >= 14) })
+  t.ok(files.some((name) => name.startsWith('014_drop_change_outbox')), 'there is a 014')
+  await outboxGone(t, db)
 })
 
 t.test('008 counts the revocations each company already holds, and the count follows every insert and delete', async (t) => {
@@ -133,29 +159,18 @@ t.test('the same files apply to PGlite, idempotently', async (t) => {
   const publicTables = async () =>
     (await db.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`)).map((r) => r.table_name)
   t.same(await publicTables(), [], 'the store starts without any table')
-  t.same((await migrate(db)).applied, files)
-  t.same((await migrate(db)).applied, [])
-  t.same(await publicTables(), [
-    'agent',
-    'api_key',
-    'change_log',
-    'change_log_pruned',
-    'change_outbox',
-    'company',
-    'console_session',
-    'customer_user',
-    'event',
-    'event_pruned',
-    'gateway_secret',
-    'operator',
-    'revoked_token',
-    'schema_migration',
-    'webhook',
-    'webhook_delivery',
-  ])
-  const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_outbox' AND column_name = 'xid'`)
-  t.same(xid.map((r) => r.data_type), ['xid8'], 'change_outbox records the writing transaction (006)')
+  // up to 013 first: the store as the nodes before 014 left it, as one of the version before 007 saw it
+  const before014 = mkdtempSync(join(tmpdir(), 'migrations-'))
+  t.teardown(() => rmSync(before014, { recursive: true, force: true }))
+  for (const file of files.filter((name) => Number.parseInt(name, 10) < 14)) copyFileSync(join(MIGRATIONS_DIR, file), join(before014, file))
+  const upTo013 = (await migrate(db, before014)).applied
   await previousVersionView(t, db)
+  t.same([...upTo013, ...(await migrate(db)).applied], files)
+  t.same((await migrate(db)).applied, [])
+  t.same(await publicTables(), ['agent', 'api_key', 'change_log', 'change_log_pruned', 'company', 'console_session', 'customer_user', 'event', 'event_pruned', 'gateway_secret', 'operator', 'revoked_token', 'schema_migration', 'webhook', 'webhook_delivery'])
+  const xid = await db.query<{ data_type: string }>(`SELECT data_type FROM information_schema.columns WHERE table_name = 'change_log' AND column_name = 'xid'`)
+  t.same(xid.map((r) => r.data_type), ['xid8'], 'change_log records the writing transaction (003)')
+  await outboxGone(t, db)
 })
 
 t.test("a node that starts while another migrates waits for it past the request path's statement bound", async (t) => {

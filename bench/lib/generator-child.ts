@@ -3,7 +3,7 @@
  * under callgrind: it warms up, says so, waits for the count to be switched on, sends the
  * counted requests and reports their statuses, all over its IPC channel.
  */
-import { VERIFY_PATH } from '../../src/routes/verify.js'
+import { VERIFY_PATH } from '../../src/routes/verify/path.js'
 import { runLoad } from './load.js'
 
 /** What the parent tells a generator: where to send which requests. */

@@ -1,6 +1,6 @@
 import { errors } from '../errors.js'
 import type { ApiKeyState } from '../domain.js'
-import type { MaybePromise } from '../cache/states.js'
+import type { MaybePromise } from '../maybe-promise.js'
 import { secretMatches } from './api-keys.js'
 
 /**

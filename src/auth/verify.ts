@@ -1,6 +1,7 @@
 import { denials, type Denial } from '../errors.js'
 import type { Keyring } from '../jwt/keyring.js'
-import type { CachedUser, MaybePromise, States } from '../cache/states.js'
+import type { CachedUser, States } from '../cache/states.js'
+import type { MaybePromise } from '../maybe-promise.js'
 import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM, isCanonicalUuid, type AgentState, type CompanyState } from '../domain.js'
 
 /** Who a verified token speaks for; what the verify endpoint answers and forwards upstream. */
@@ -16,7 +17,7 @@ export interface Identity {
  * An accepted token's verdict also carries its verified claims (the object the keyring
  * already made, no copy): what a session needs to be re-checked later (sessions/).
  */
-export type Verdict = { ok: true; identity: Identity; claims: TokenClaims } | { ok: false; denial: Denial }
+export type Verdict = { ok: true; identity: Identity; claims: VerifiedClaims } | { ok: false; denial: Denial }
 
 /**
  * The verdict for a token. When every state it needs is cached it is returned as a value
@@ -60,7 +61,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     // 1. signature valid, well-formed, algorithm allowed, known kid
     const verified = keyring.verify(token)
     const known = verified !== undefined && checkedClaims.has(verified)
-    const claims = known ? (verified as unknown as TokenClaims) : wellFormed(verified)
+    const claims = known ? (verified as unknown as VerifiedClaims) : wellFormed(verified)
     if (claims === undefined) return deny(denials.invalidToken)
     if (!known && isCanonicalUuid(claims.sub) && isCanonicalUuid(claims.agentId)) checkedClaims.add(claims)
 
@@ -71,7 +72,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return user instanceof Promise ? user.then((found) => checkUser(claims, found)) : checkUser(claims, user)
   }
 
-  function checkUser(claims: TokenClaims, user: CachedUser | undefined): MaybePromise<Verdict> {
+  function checkUser(claims: VerifiedClaims, user: CachedUser | undefined): MaybePromise<Verdict> {
     // 3. customer user exists and is active
     if (user === undefined || !user.active) return deny(denials.userNotFoundOrInactive)
 
@@ -83,13 +84,13 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return revoked instanceof Promise ? revoked.then((found) => checkJti(claims, user, found)) : checkJti(claims, user, revoked)
   }
 
-  function checkJti(claims: TokenClaims, user: CachedUser, revoked: boolean): MaybePromise<Verdict> {
+  function checkJti(claims: VerifiedClaims, user: CachedUser, revoked: boolean): MaybePromise<Verdict> {
     if (revoked) return deny(denials.revoked)
     const company = states.company(user.companyId)
     return company instanceof Promise ? company.then((found) => checkCompany(claims, user, found)) : checkCompany(claims, user, company)
   }
 
-  function checkCompany(claims: TokenClaims, user: CachedUser, company: CompanyState | undefined): MaybePromise<Verdict> {
+  function checkCompany(claims: VerifiedClaims, user: CachedUser, company: CompanyState | undefined): MaybePromise<Verdict> {
     // A generation is compared only within its own company; another company's token fails check 5.
     if (company !== undefined && user.companyId === claims.companyId && (claims[COMPANY_GENERATION_CLAIM] ?? 0) < company.tokensGeneration) {
       return deny(denials.revoked)
@@ -98,7 +99,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
     return agent instanceof Promise ? agent.then((found) => checkAgent(claims, user, found)) : checkAgent(claims, user, agent)
   }
 
-  function checkAgent(claims: TokenClaims, user: CachedUser, agent: AgentState | undefined): Verdict {
+  function checkAgent(claims: VerifiedClaims, user: CachedUser, agent: AgentState | undefined): Verdict {
     if (agent !== undefined && agent.companyId === user.companyId && (claims[AGENT_GENERATION_CLAIM] ?? 0) < agent.tokensGeneration) {
       return deny(denials.revoked)
     }
@@ -125,7 +126,7 @@ export function createTokenVerifier(options: VerifierOptions): VerifyToken {
 }
 
 /** The claims of a token that passed checks 0–2 (SPEC §3.1), of the right types. */
-export interface TokenClaims {
+export interface VerifiedClaims {
   sub: string
   tokenVersion: number
   companyId: string
@@ -141,7 +142,7 @@ export interface TokenClaims {
 const MAX_DATE_SECONDS = 8.64e12
 
 /** A token signed by one of our keys still needs the claims of SPEC §3.1, of the right types. */
-function wellFormed(claims: Record<string, unknown> | undefined): TokenClaims | undefined {
+function wellFormed(claims: Record<string, unknown> | undefined): VerifiedClaims | undefined {
   if (claims === undefined) return undefined
   const { sub, tokenVersion, companyId, agentId, exp, jti } = claims
   if (
@@ -158,7 +159,7 @@ function wellFormed(claims: Record<string, unknown> | undefined): TokenClaims | 
   ) {
     return undefined
   }
-  return claims as unknown as TokenClaims
+  return claims as unknown as VerifiedClaims
 }
 
 /** A generation claim is absent (a token older than it: 0) or a non-negative integer. */

@@ -20,9 +20,6 @@ export interface BusState {
   epoch(): number
 }
 
-// Shared with the verify endpoint; re-exported where the bus has always imported it from.
-export { throttledLog } from '../throttled-log.js'
-
 export function createBusMetrics(metrics: Metrics, state: BusState): BusMetrics {
   const epoch = metrics.counter('chat_auth_bus_epoch_changes_total', 'Cache epochs started (all caches flushed), by reason', ['reason'])
   const reconnect = metrics.counter('chat_auth_bus_reconnects_total', 'Subscriber connections lost (a new one follows), by reason', ['reason'])

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { RevokedToken } from '../domain.js'
 import { createRevocationFilter, type RevocationFilter } from './revocation-filter.js'
-import type { MaybePromise } from './states.js'
+import type { MaybePromise } from '../maybe-promise.js'
 
 /**
  * The node's knowledge of the tokens revoked one by one (SPEC §7.1), in memory of a fixed

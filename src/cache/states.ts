@@ -6,6 +6,7 @@ import { CoherentCache, type Revisioned } from './coherent-cache.js'
 import { createMissBatcher, type MissBatcher } from './miss-batcher.js'
 import { createRevokedTokens, type RevokedTokens, type RevokedTokensOptions } from './revoked-tokens.js'
 import { agentBytes, apiKeyBytes, companyBytes, userBytes, userIdBytes } from './sizes.js'
+import type { MaybePromise } from '../maybe-promise.js'
 
 /**
  * The node's view of users, agents, companies and API keys: served from coherent LRUs while
@@ -58,17 +59,6 @@ type StateReads = Pick<Store, 'getUsers' | 'getAgents' | 'getApiKeyStates' | 'ge
 const MIN_SHARE_BYTES = 65_536
 
 type ApiKeyRevision = ApiKeyState & Revisioned
-export type MaybePromise<T> = T | Promise<T>
-
-/**
- * `next(value)`, at once when the value is there (a cache hit), after it when it is a
- * promise: a path that finds everything cached makes no promise and takes no turn of the
- * microtask queue. A throw from `next` on the synchronous path is a synchronous throw.
- */
-export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
-  return value instanceof Promise ? value.then(next) : next(value)
-}
-
 export function createStates(store: StateReads, bus: Pick<InvalidationBus, 'trusted'>, cacheSize: number, options: StatesOptions = {}): States {
   const maxBytes = options.maxBytes
   // a small budget still leaves the few agents, companies and keys room for a few hundred entries

@@ -1,6 +1,6 @@
 import { configuredKeys } from '../jwt/key-material.js'
 import { ConfigError, type Config, type LimitsConfig, type RedisConnection } from './types.js'
-import { CLIENT_VARIABLES, readVariables, textOf, VARIABLES, type Env, type Values } from './variables.js'
+import { CLIENT_VARIABLES, readVariables, TEST_VARIABLES, textOf, VARIABLES, type Env, type Values } from './variables.js'
 
 /** Every declared variable read and checked on its own, then the rules that tie several together. */
 export function parseConfig(env: Env): Config {
@@ -40,6 +40,7 @@ export function parseConfig(env: Env): Config {
     redisPrefix: values.REDIS_PREFIX,
     limits: limits(values, isSet),
     console: { enabled: values.CONSOLE, sessionIdleSeconds: values.CONSOLE_SESSION_IDLE },
+    nodeInternals: readVariables(TEST_VARIABLES, env).TEST_NODE_INTERNALS,
   }
   if (config.warmUpUsers > config.cacheSize) {
     throw new ConfigError('WARM_UP_USERS', `must not exceed CACHE_SIZE (${config.cacheSize}): the cache would evict what the warm-up read`)

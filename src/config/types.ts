@@ -52,6 +52,11 @@ export interface Config {
   redisPrefix: string
   /** timeouts and caps on connections, and the failed-credential limit (SPEC §7.3) */
   limits: LimitsConfig
+  /**
+   * Node's internals used where the start-up check found them as expected (http/node-internals.ts);
+   * false, set only by the tests (TEST_NODE_INTERNALS), takes Node's public API whatever it found
+   */
+  nodeInternals: boolean
   /** SPEC §10.3: the operators' console (CONSOLE, CONSOLE_SESSION_IDLE) */
   console: ConsoleConfig
 }

@@ -85,6 +85,16 @@ export const VARIABLES = {
 
 export type VariableName = keyof typeof VARIABLES
 
+/**
+ * What only the test suite sets: no operator needs it, so it is in neither the README's table
+ * nor `--help`. Read with the others, once, at boot.
+ */
+export const TEST_VARIABLES = {
+  // The start-up check (http/node-internals-check.ts) decides on its own; this makes a node
+  // take the public way whatever it found, so that the tests run the hot paths both ways.
+  TEST_NODE_INTERNALS: boolean({ default: 'true', help: "false: Node's public API only, whatever the start-up check found" }),
+} satisfies Record<string, Variable<unknown>>
+
 /** The variables this service reads, in the order of docs/configuration.md's table. */
 export const CONFIG_VARIABLES = Object.keys(VARIABLES) as VariableName[]
 

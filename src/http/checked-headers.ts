@@ -1,26 +1,23 @@
-import { OutgoingMessage, validateHeaderName, validateHeaderValue, type ServerResponse } from 'node:http'
+import { validateHeaderName, validateHeaderValue } from 'node:http'
 
 /**
  * Headers checked once and written many times. Node checks every header name and value
  * handed to `writeHead`, on every response, with two regular expressions each: for a
  * verification's seven headers that was ~5 % of its instructions (bench/RESULTS.md,
  * "Instructions per request"). The headers a response already holds (set with `setHeader`, which checked
- * them when they were set) are written without that check; Node keeps them under its own
- * symbol `kOutHeaders`, as `lower-case name → [name, value]`. A verify answer's headers are
- * checked here, once, when the answer is prepared, and placed there for each response.
- *
- * The symbol is Node's, not a public API: it is looked up once, by its description, and
- * where it is missing (or a response already holds headers of its own) `writeHead` gets the
- * pairs and checks them as always. test/api/checked-headers.test.ts pins that this Node has it
- * and that both ways put the same bytes on the wire.
+ * them when they were set) are written without that check; Node keeps them as
+ * `lower-case name → [name, value]`. A verify answer's headers are checked here, once, when
+ * the answer is prepared, in that form (`held`) and as pairs; node-internals.ts places the
+ * first where the response keeps its headers, or hands `writeHead` the pairs where this Node
+ * does not allow that. test/api/checked-headers.test.ts and test/api/node-internals.test.ts
+ * pin that both ways put the same bytes on the wire.
  */
 export interface CheckedHeaders {
-  /** name, value, name, value…: what `writeHead` is handed when the symbol cannot be used */
+  /** name, value, name, value…: what `writeHead` is handed on the public way */
   readonly pairs: readonly string[]
+  /** lower-case name → [name, value], as a response keeps the headers it holds */
   readonly held: Readonly<Record<string, readonly [string, string]>>
 }
-
-export const heldHeadersSymbol: symbol | undefined = Object.getOwnPropertySymbols(new OutgoingMessage()).find((symbol) => symbol.description === 'kOutHeaders')
 
 /** Throws Node's own errors (ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR) for a header it would refuse. */
 export function checkHeaders(pairs: readonly string[]): CheckedHeaders {
@@ -41,14 +38,4 @@ export function checkHeaders(pairs: readonly string[]): CheckedHeaders {
   // are sent (Node's setHeader and removeHeader refuse then). Were something to try, it
   // throws rather than change another user's answer.
   return { pairs: Object.freeze([...pairs]), held: Object.freeze(held) }
-}
-
-export function writeCheckedHead(response: ServerResponse, status: number, headers: CheckedHeaders): void {
-  const holder = response as unknown as Record<symbol, unknown>
-  if (heldHeadersSymbol !== undefined && holder[heldHeadersSymbol] === null) {
-    holder[heldHeadersSymbol] = headers.held
-    response.writeHead(status)
-  } else {
-    response.writeHead(status, headers.pairs as string[])
-  }
 }

@@ -1,52 +1,66 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { BEARER_CHALLENGE, denialBody, denials, errors, type ErrorBody } from '../errors.js'
+import { errors, type ErrorBody } from '../errors.js'
 import { body } from './error-handler.js'
-import { VERIFY_PATH } from '../routes/verify.js'
 import { JSON_CONTENT_TYPE } from '../json-text.js'
+import { connectionsOf } from './node-internals.js'
+
+/** An answer written on the socket itself: Node's parser refused the request, Fastify never saw it. */
+export interface RawAnswer {
+  status: 401
+  headers: Record<string, string>
+  body: ErrorBody
+}
+
+/**
+ * What a route answers, instead of 431, 400 or 408, to a request Node's parser refused, by
+ * the target of that request (undefined: it could not be read); undefined: no answer of its
+ * own. The verify endpoint's (routes/verify/refused.ts): a 401, since a proxy turns anything
+ * else into a 500.
+ */
+export type RefusedRequestAnswer = (target: string | undefined) => RawAnswer | undefined
 
 /**
  * What Node's HTTP parser refuses before Fastify sees a request: headers over
- * MAX_HEADER_SIZE, a malformed request, a request not received in time.
- *
- * The verify endpoint answers only 200, 401 or 503 (a proxy turns anything else into a
- * 500), so a refused request for the verify path is denied: 401 with the SPEC's denial
- * body, as a token the node could not read. Node reports only the packet that failed,
- * and the request line may have come in an earlier one: a request whose path cannot be
- * read is treated as a verify call too (a 401 to a refused request of another route is
- * still a refusal; a 431 to a proxy's verify call is a 500 for its client). Other routes
- * get 431, 400 or 408 with the SPEC's error body.
+ * MAX_HEADER_SIZE, a malformed request, a request not received in time. Node reports only
+ * the packet that failed, and the request line may have come in an earlier one: the target
+ * is read from it when it can be (`refusedAnswer` decides with undefined otherwise). Other
+ * requests get 431, 400 or 408 with the SPEC's error body. The request the connection is
+ * reading and the answer it is writing: as the server's node knows them (node-internals.ts).
  */
-export function answerClientError(this: FastifyInstance, error: ClientError, socket: Socket): void {
-  // A reset connection has nobody to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  // SPEC §7.3: a request not whole within REQUEST_TIMEOUT gets 408 and its connection is
-  // closed, even after an earlier error left it to its route (a broken body: the route
-  // waits for a body that never ends). One already answered here is closing (respond).
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    if (socket.writableEnded) return
+export function clientErrorAnswerer(refusedAnswer: RefusedRequestAnswer) {
+  return function answerClientError(this: FastifyInstance, error: ClientError, socket: Socket): void {
+    // A reset connection has nobody to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const connections = connectionsOf(this.server) ?? UNKNOWN
+    // SPEC §7.3: a request not whole within REQUEST_TIMEOUT gets 408 and its connection is
+    // closed, even after an earlier error left it to its route (a broken body: the route
+    // waits for a body that never ends). One already answered here is closing (respond).
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      if (socket.writableEnded) return
+      answered.add(socket)
+      this.log.debug({ err: error }, 'client error')
+      if (connections.responseOf(socket)?.headersSent) return void socket.destroy()
+      return respond(socket, 408, {}, body(errors.requestTimeout()))
+    }
+    // A second error on an answered connection changes nothing.
+    if (answered.has(socket)) return
     answered.add(socket)
     this.log.debug({ err: error }, 'client error')
-    if ((socket as ServerSocket)._httpMessage?.headersSent) return void socket.destroy()
-    return respond(socket, 408, {}, body(errors.requestTimeout()))
+    const request = connections.requestOf(socket)
+    // A body that went wrong after its headers were read: the route decides that request, and
+    // the connection ends with its answer (nothing is written after it).
+    if (request !== undefined && !request.complete) {
+      const response = connections.responseOf(socket)
+      if (response && !response.headersSent) response.shouldKeepAlive = false
+      else socket.destroy()
+      return
+    }
+    const own = refusedAnswer(failedRequestPath(error))
+    if (own !== undefined) return respond(socket, own.status, own.headers, own.body)
+    const apiError = error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest()
+    respond(socket, apiError.statusCode, {}, body(apiError))
   }
-  // A second error on an answered connection changes nothing.
-  if (answered.has(socket)) return
-  answered.add(socket)
-  this.log.debug({ err: error }, 'client error')
-  const { parser, _httpMessage: response } = socket as ServerSocket
-  // A body that went wrong after its headers were read: the route decides that request, and
-  // the connection ends with its answer (nothing is written after it).
-  if (parser?.incoming && !parser.incoming.complete) {
-    if (response && !response.headersSent) response.shouldKeepAlive = false
-    else socket.destroy()
-    return
-  }
-  const path = failedRequestPath(error)
-  if (path === undefined || isVerifyPath(path)) return respond(socket, 401, { ...BEARER_CHALLENGE, 'cache-control': 'no-store' }, denialBody(denials.invalidToken))
-  const apiError = error.code === 'HPE_HEADER_OVERFLOW' ? errors.headersTooLarge() : errors.malformedRequest()
-  respond(socket, apiError.statusCode, {}, body(apiError))
 }
 
 export interface ClientError extends Error {
@@ -56,8 +70,8 @@ export interface ClientError extends Error {
   bytesParsed?: number
 }
 
-/** What Node's HTTP server keeps on a connection's socket: its parser and the answer in progress. */
-type ServerSocket = Socket & { parser?: { incoming?: IncomingMessage | null } | null; _httpMessage?: ServerResponse | null }
+/** before the node is assembled: no request read, no answer written */
+const UNKNOWN = { requestOf: () => undefined, responseOf: () => undefined }
 
 /** connections answered by this handler, or left to their route's answer */
 const answered = new WeakSet<Socket>()
@@ -93,10 +107,4 @@ function failedRequestPath(error: ClientError): string | undefined {
   for (const match of packet.toString('latin1', 0, end).matchAll(REQUEST_LINE)) target = match[1]
   // An absolute-form target (`GET http://host/path`) names its path after the authority.
   return target?.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '')
-}
-
-function isVerifyPath(target: string): boolean {
-  if (!target.startsWith(VERIFY_PATH)) return false
-  const next = target.charAt(VERIFY_PATH.length)
-  return next === '' || next === '/' || next === ';' || next === '?' || next === '#'
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { LimitsConfig } from '../config.js'
 import { batchWrites } from './write-batching.js'
 import { enforceRequestDeadlines } from './request-deadline.js'
+import type { NodeInternals } from './node-internals.js'
 
 /**
  * SPEC §7.3: a client that sends slowly holds a connection for at most REQUEST_TIMEOUT, and
@@ -30,16 +31,16 @@ export function connectionOptions(limits: LimitsConfig): Partial<FastifyServerOp
 
 /**
  * What the Node server needs beyond Fastify's options: the connection cap, the answers of one
- * turn written together (write-batching.ts), REQUEST_TIMEOUT held by a check of our own
- * besides Node's (request-deadline.ts), every method
- * Node's parser accepts routed to Fastify, and `Expect` headers other than 100-continue
+ * turn written together (write-batching.ts, where this Node allows it: node-internals.ts),
+ * REQUEST_TIMEOUT held by a check of our own besides Node's (request-deadline.ts), every
+ * method Node's parser accepts routed to Fastify, and `Expect` headers other than 100-continue
  * handled by the routes instead of Node's own 417 (a proxy turns a 417 from the verify
  * endpoint into a 500).
  */
-export function hardenServer(fastify: FastifyInstance, limits: LimitsConfig): void {
+export function hardenServer(fastify: FastifyInstance, limits: LimitsConfig, internals: NodeInternals): void {
   const server = fastify.server as Server
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections
-  if (limits.batchWrites) batchWrites(server)
+  if (limits.batchWrites) batchWrites(server, internals.socketWrites)
   enforceRequestDeadlines(server, limits.requestTimeoutMs)
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => fastify.routing(request, response))
   // Node hands CONNECT to this event and, without a listener, drops the connection: answer it

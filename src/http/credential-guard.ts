@@ -3,7 +3,7 @@ import type { AuthenticateApiKey } from '../auth/credentials.js'
 import { bearerToken } from '../auth/verify.js'
 import type { ApiKeyState, Caller } from '../domain.js'
 import type { AdminCallerOf } from '../auth/operators.js'
-import { andThen, type MaybePromise } from '../cache/states.js'
+import { andThen, type MaybePromise } from '../maybe-promise.js'
 import { ApiError, errors } from '../errors.js'
 import type { FailureLimits } from './failure-limits.js'
 

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { createFailureCountsRedis } from '../bus/connection/failure-counts-redis.js'
 import { failureCountsStore } from './failure-counts-store.js'
 import type { RedisConnection } from '../config.js'
-import type { MaybePromise } from '../cache/states.js'
+import type { MaybePromise } from '../maybe-promise.js'
 
 /**
  * SPEC §7.3: failed credentials counted per client address and per keyId in one-minute

@@ -10,13 +10,16 @@ export const DOCS_PATH = '/docs'
 
 const ADMIN_PREFIX = '/admin/v1/'
 const CONSOLE_API_PREFIX = '/console/api/'
-const VERIFY_PATH = '/rest/v1/auth/verify'
 const EVENTS_PATH = '/rest/v1/auth/events'
 const OAUTH_PREFIX = '/oauth2/'
 const OAUTH_CLIENT_AUTH =
   'Client authentication: the API key as HTTP Basic (`keyId:keySecret`, each part form-encoded as RFC 6749 §2.3.1 says; plain ids and secrets are the same encoded) or as the `client_id` and `client_secret` form fields, never both. Errors are RFC 6749 §5.2 bodies, `{"error", "error_description"?}`.'
 
-/** What each endpoint does, for the reference page; keyed by `METHOD url` as the route is registered. */
+/**
+ * What each endpoint does, for the reference page; keyed by `METHOD url` as the route is
+ * registered. A route may say it in its own schema instead (`summary`, `description`,
+ * `security`: the verify endpoint's, routes/verify/route.ts).
+ */
 const OPERATIONS: Record<string, { summary: string; description?: string }> = {
   'POST /rest/v1/auth/token': {
     summary: 'Issue a token for an end user',
@@ -31,11 +34,6 @@ const OPERATIONS: Record<string, { summary: string; description?: string }> = {
     summary: 'Revoke one token (log out one device)',
     description:
       "Revokes the token's `jti` until its own expiry; the user's other tokens stay valid. Idempotent. A company holds at most MAX_LIVE_TOKEN_REVOCATIONS live revocations: past it a new one is 409 `REVOCATION_LIMIT` (a repeat still answers 200).",
-  },
-  [`GET ${VERIFY_PATH}`]: {
-    summary: 'Verify a bearer token',
-    description:
-      'Listed as GET, but every method is accepted and answers the same, as does any path below `/rest/v1/auth/verify/` (for nginx `auth_request`, Envoy `ext_authz`, Traefik ForwardAuth); a request body is never read. Answers only 200 (allow, with `x-auth-*` identity headers), 401 (deny, with `WWW-Authenticate`) or 503 (cannot decide).',
   },
   [`GET ${EVENTS_PATH}`]: {
     summary: "Stream the company's events (Server-Sent Events)",
@@ -163,7 +161,6 @@ function swaggerOptions(): FastifyDynamicSwaggerOptions {
 function describe(schema: RouteSchema, url: string, method: string | string[]): RouteSchema {
   if (schema.hide) return schema
   const methods = typeof method === 'string' ? [method] : method
-  const isVerify = url === VERIFY_PATH
   const operation = OPERATIONS[`${methods[0]} ${url}`]
   const isAdmin = url.startsWith(ADMIN_PREFIX)
   const isOAuth = url.startsWith(OAUTH_PREFIX)
@@ -177,7 +174,7 @@ function describe(schema: RouteSchema, url: string, method: string | string[]): 
     ...schema,
     ...operation,
     tags: [isAdmin ? 'admin' : isOAuth ? 'oauth' : isConsole ? 'console' : url.startsWith('/rest/') ? 'tokens' : 'operations'],
-    ...(isAdmin ? { security: [{ adminToken: [] }, { consoleSession: [] }] } : isConsole && !(methods[0] === 'POST') ? { security: [{ consoleSession: [] }] } : isVerify ? { security: [{ chatToken: [] }] } : url === EVENTS_PATH || isOAuth ? { security: [{ apiKeyBasic: [] }] } : {}),
+    ...(schema.security !== undefined ? {} : isAdmin ? { security: [{ adminToken: [] }, { consoleSession: [] }] } : isConsole && !(methods[0] === 'POST') ? { security: [{ consoleSession: [] }] } : url === EVENTS_PATH || isOAuth ? { security: [{ apiKeyBasic: [] }] } : {}),
     response: { ...errors, ...described(schema.response ?? { 200: {} }) },
   }
 }

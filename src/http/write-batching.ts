@@ -1,5 +1,6 @@
-import { Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import type { Server } from 'node:http'
+import type { SocketWrites, WriteHolder } from './node-internals.js'
 
 /**
  * The answers written during one turn of the event loop leave together, at the end of the
@@ -15,22 +16,21 @@ import type { Server } from 'node:http'
  *
  * How: each connection's `_write`/`_writev` (the methods a Writable stream's implementation
  * provides, which `net.Socket` defines) queue the write, and the turn's end makes them all
- * through net.Socket's own. A stream hands its implementation one write at a time and waits
- * for its callback, so each socket's bytes keep their order. A socket destroyed before its
+ * through net.Socket's own. Those are Node's private methods: node-internals.ts holds a
+ * socket's writes and makes them where the start-up check found them as expected, and
+ * elsewhere (`socketWrites` undefined) answers are written as they are ready. A stream hands
+ * its implementation one write at a time and waits for its callback, so each socket's bytes
+ * keep their order. A socket destroyed before its
  * turn ends (an answered request whose body then broke, a timeout after the answer, a peer
  * gone) first makes the writes it queued, then closes: the answer leaves before the close,
  * as it did unbatched, and to a peer that is gone the write fails as it would have.
  * `HTTP_WRITE_BATCHING=false` turns it off.
  */
-export function batchWrites(server: Server): void {
-  // Node's own methods, not its public API: where a Node version lacks them, answers are
-  // written as they are ready (test/api/write-batching.test.ts fails on such a version).
-  if (typeof writeGeneric !== 'function' || typeof socketDestroy !== 'function') return
-  server.on('connection', (socket: Socket) => {
-    socket._write = queueWrite
-    socket._writev = queueWritev
-    socket._destroy = destroyAfterQueuedWrites
-  })
+export function batchWrites(server: Server, socketWrites: SocketWrites | undefined): boolean {
+  if (socketWrites === undefined) return false
+  writes = socketWrites
+  server.on('connection', (socket: Socket) => socketWrites.hold(socket, holder))
+  return true
 }
 
 /**
@@ -40,23 +40,15 @@ export function batchWrites(server: Server): void {
  * socket queued is written first, in order; then its own methods are net.Socket's again.
  */
 export function writeAsReady(socket: Socket): void {
-  if (socket._write !== queueWrite) return
-  for (const write of queued) {
-    if (write.socket !== socket) continue
-    write.socket = null
-    writeGeneric.call(socket, write.writev, write.data, write.encoding, write.cb)
-  }
-  // The own properties gone, the prototype's (net.Socket's) methods answer again.
-  delete (socket as Partial<Socket>)._write
-  delete (socket as Partial<Socket>)._writev
-  delete (socket as Partial<Socket>)._destroy
+  if (writes === undefined || !writes.holds(socket, holder)) return
+  makeQueuedWrites(socket)
+  writes.release(socket)
 }
 
 type Callback = (error?: Error | null) => void
 
-// net.Socket's own implementation, which both of its methods call, and its own _destroy.
-const writeGeneric = (Socket.prototype as unknown as { _writeGeneric(writev: boolean, data: unknown, encoding: string, cb: Callback): void })._writeGeneric
-const socketDestroy = Socket.prototype._destroy
+// Where held writes are made: the same for every server of the process (the start-up check's).
+let writes: SocketWrites | undefined
 
 interface QueuedWrite {
   /** null once written (by its socket's destroy, before the turn's end) */
@@ -70,12 +62,18 @@ interface QueuedWrite {
 // One queue for the whole process: the writes of one turn, in the order they were made.
 let queued: QueuedWrite[] = []
 
-function queueWrite(this: Socket, data: unknown, encoding: BufferEncoding, cb: Callback): void {
-  enqueue({ socket: this, writev: false, data, encoding, cb })
-}
-
-function queueWritev(this: Socket, chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>, cb: Callback): void {
-  enqueue({ socket: this, writev: true, data: chunks, encoding: '', cb })
+const holder: WriteHolder = {
+  write(this: Socket, data: unknown, encoding: BufferEncoding, cb: Callback): void {
+    enqueue({ socket: this, writev: false, data, encoding, cb })
+  },
+  writev(this: Socket, chunks: Array<{ chunk: unknown; encoding: BufferEncoding }>, cb: Callback): void {
+    enqueue({ socket: this, writev: true, data: chunks, encoding: '', cb })
+  },
+  /** net.Socket's _destroy (which closes the handle), after the socket's queued writes are made. */
+  destroy(this: Socket, error: Error | null, cb: Callback): void {
+    makeQueuedWrites(this)
+    writes!.destroy(this, error, cb)
+  },
 }
 
 function enqueue(write: QueuedWrite): void {
@@ -87,16 +85,14 @@ function flush(): void {
   const batch = queued
   queued = []
   for (const write of batch) {
-    if (write.socket !== null) writeGeneric.call(write.socket, write.writev, write.data, write.encoding, write.cb)
+    if (write.socket !== null) writes!.make(write.socket, write.writev, write.data, write.encoding, write.cb)
   }
 }
 
-/** net.Socket's _destroy (which closes the handle), after the socket's queued writes are made. */
-function destroyAfterQueuedWrites(this: Socket, error: Error | null, cb: Callback): void {
+function makeQueuedWrites(socket: Socket): void {
   for (const write of queued) {
-    if (write.socket !== this) continue
+    if (write.socket !== socket) continue
     write.socket = null
-    writeGeneric.call(this, write.writev, write.data, write.encoding, write.cb)
+    writes!.make(socket, write.writev, write.data, write.encoding, write.cb)
   }
-  socketDestroy.call(this, error, cb)
 }

@@ -6,7 +6,7 @@ import { asymmetricKey } from './key-material.js'
 import { claimsJson } from './claims-json.js'
 
 /** The claims this service signs; see SPEC §3.1. */
-export interface TokenClaims {
+export interface SignedClaims {
   sub: string
   tokenVersion: number
   companyId: string
@@ -38,7 +38,7 @@ export interface Keyring {
   readonly signingKid: string
   /** the kid of every key that verifies, the signing one first */
   readonly kids: readonly string[]
-  sign(claims: TokenClaims): string
+  sign(claims: SignedClaims): string
   /** The verified claims, or undefined for any token that is not ours and intact. */
   verify(token: string): Record<string, unknown> | undefined
   jwks(): { keys: PublicJwk[] }
@@ -118,7 +118,7 @@ export function createKeyring(config: JwtConfig, keys: JwtKeyConfig[]): Keyring 
  * the profile.)
  * Every token is still verified by fast-jwt, which the tests exercise on each one.
  */
-function hs256Signer(secret: string, kid: string): (claims: TokenClaims) => string {
+function hs256Signer(secret: string, kid: string): (claims: SignedClaims) => string {
   const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid })).toString('base64url') + '.'
   // the secret's UTF-8 bytes imported once: a string key is imported again by every HMAC
   const key = createSecretKey(Buffer.from(secret, 'utf8'))

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CredentialGuard } from '../http/credential-guard.js'
 import type { TokenIssuer } from '../auth/issue-token.js'
-import { andThen } from '../cache/states.js'
+import { andThen } from '../maybe-promise.js'
 import type { AgentState, ApiKeyState, UserState } from '../domain.js'
 import { AgentSummary, errorResponses, Text, UserBody } from '../http/schemas.js'
 import { JSON_CONTENT_TYPE, jsonString } from '../json-text.js'
@@ -51,24 +51,44 @@ export const tokenRoute: FastifyPluginAsyncTypebox<TokenRouteOptions> = async (f
   fastify.post(
     '/rest/v1/auth/token',
     { schema: { body: TokenRequest, response: { 200: TokenResponse, ...errorResponses(400, 401, 403, 409, 429, 503) } } },
-    // The steps in order, each going on at once when the caches answered it (a token for a
-    // cached user is answered without a promise), after its promise otherwise.
     (request, reply) => {
+      // The steps in order, each going on at once when the caches answered the one before (a
+      // token for a cached user is answered without a promise), after its promise otherwise.
       const { keyId, keySecret, userId, agentId, expiresIn } = request.body
-      return andThen(credentials.apiKey(request, keyId, keySecret), (key: ApiKeyState) => {
-        const lifetime = tokens.lifetime(expiresIn)
-        const forUser = (requestedAgent: AgentState | undefined) =>
-          andThen(tokens.findOrCreateUser(key.companyId, userId, requestedAgent), (user: UserState) =>
-            andThen(requestedAgent ?? tokens.agentOfCompany(key.companyId, user.agentId), (agent: AgentState) =>
-              andThen(tokens.sign(user, agent, lifetime), ({ token, exp }) => {
-                // JSON text with a JSON content type: Fastify sends it as it is, no serialiser
-                // (the type provider types send() with the object this text encodes)
-                (reply as FastifyReply).type(JSON_CONTENT_TYPE).send(tokenAnswer(token, user, agent, exp))
-              }),
-            ),
-          )
-        return agentId === undefined ? forUser(undefined) : andThen(tokens.agentOfCompany(key.companyId, agentId), forUser)
-      })
+      let companyId: string
+      let lifetime: number
+      let requestedAgent: AgentState | undefined
+      let user: UserState
+      let agent: AgentState
+      return andThen(credentials.apiKey(request, keyId, keySecret), authenticated)
+
+      /** SPEC §3.1 steps 2–3, the key authenticated (step 1): the lifetime, and the agent asked for, one of the key's company. */
+      function authenticated(key: ApiKeyState) {
+        companyId = key.companyId
+        lifetime = tokens.lifetime(expiresIn)
+        return agentId === undefined ? withAgentAsked(undefined) : andThen(tokens.agentOfCompany(companyId, agentId), withAgentAsked)
+      }
+      /** Step 4: the user, found or created (an explicit agent ties the user to it). */
+      function withAgentAsked(asked: AgentState | undefined) {
+        requestedAgent = asked
+        return andThen(tokens.findOrCreateUser(companyId, userId, asked), withUser)
+      }
+      /** Step 3 without `agentId`: the user's current agent. */
+      function withUser(found: UserState) {
+        user = found
+        return andThen(requestedAgent ?? tokens.agentOfCompany(companyId, found.agentId), withAgent)
+      }
+      /** The JWT, for the user's current token version and the company's and agent's generations. */
+      function withAgent(found: AgentState) {
+        agent = found
+        return andThen(tokens.sign(user, agent, lifetime), answer)
+      }
+      /** Step 5: 200. */
+      function answer({ token, exp }: { token: string; exp: number }): void {
+        // JSON text with a JSON content type: Fastify sends it as it is, no serialiser (the
+        // type provider types send() with the object this text encodes)
+        ;(reply as FastifyReply).type(JSON_CONTENT_TYPE).send(tokenAnswer(token, user, agent, exp))
+      }
     },
   )
 }

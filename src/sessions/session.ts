@@ -1,5 +1,5 @@
 import { identityBody, type IdentityBody } from '../auth/identity-body.js'
-import type { TokenClaims } from '../auth/verify.js'
+import type { VerifiedClaims } from '../auth/verify.js'
 import { AGENT_GENERATION_CLAIM, COMPANY_GENERATION_CLAIM } from '../domain.js'
 import type { Cohort } from './cohort.js'
 import { jtiOf, jtiWords } from './jti.js'
@@ -112,7 +112,7 @@ export abstract class Session extends AbortController {
 }
 
 /** The claims a session keeps, read once from an accepted token's verified claims. */
-export function sessionFacts(claims: TokenClaims) {
+export function sessionFacts(claims: VerifiedClaims) {
   return {
     tokenVersion: claims.tokenVersion,
     companyGeneration: claims[COMPANY_GENERATION_CLAIM] ?? 0,

@@ -1,6 +1,7 @@
 import type { RowChanged } from '../domain.js'
 import type { Db } from './db.js'
 import { count, type BigintColumn } from './query.js'
+import { pruneOlderThan, pruneStatement } from './prune.js'
 
 /**
  * The change log (migrations/003_change_log.sql): one row per committed change, written by
@@ -77,14 +78,8 @@ export function changeLogStore(db: Db) {
       count(db, `SELECT count(*) AS n FROM change_log WHERE created_at > to_timestamp($1::double precision / 1000)`, [at]),
 
     /** Deletes change_log rows older than `maxAgeMs`, remembering the highest transaction id deleted. */
-    pruneChangeLog: (maxAgeMs: number): Promise<number> =>
-      count(
-        db,
-        `WITH gone AS (DELETE FROM change_log WHERE created_at < now() - $1::double precision * interval '1 millisecond' RETURNING xid),
-              mark AS (INSERT INTO change_log_pruned (through) SELECT max(xid) FROM gone HAVING count(*) > 0
-                       ON CONFLICT (only_row) DO UPDATE SET through = greatest(change_log_pruned.through, excluded.through))
-         SELECT count(*) AS n FROM gone`,
-        [maxAgeMs],
-      ),
+    pruneChangeLog: (maxAgeMs: number): Promise<number> => pruneOlderThan(db, PRUNE_CHANGE_LOG, maxAgeMs),
   }
 }
+
+const PRUNE_CHANGE_LOG = pruneStatement({ table: 'change_log', writtenAt: 'created_at', mark: 'change_log_pruned', unit: 'millisecond' })

@@ -1,6 +1,7 @@
 import type { Actor } from '../domain.js'
 import type { Db } from './db.js'
-import { count, type BigintColumn } from './query.js'
+import type { BigintColumn } from './query.js'
+import { pruneOlderThan, pruneStatement } from './prune.js'
 
 /**
  * The audit trail (SPEC §7.2, migrations/005_events.sql). An event is written by the very
@@ -115,14 +116,8 @@ export function eventStore(db: Db) {
     eventSnapshot: async (): Promise<string> => (await db.query<{ snapshot: string }>(`SELECT pg_current_snapshot()::text AS snapshot`))[0]!.snapshot,
 
     /** Forgets events older than `days`, remembering the highest transaction id forgotten; how many were forgotten. */
-    pruneEvents: (days: number): Promise<number> =>
-      count(
-        db,
-        `WITH gone AS (DELETE FROM event WHERE at < now() - $1::double precision * interval '1 day' RETURNING xid),
-              mark AS (INSERT INTO event_pruned (through) SELECT max(xid) FROM gone HAVING count(*) > 0
-                       ON CONFLICT (only_row) DO UPDATE SET through = greatest(event_pruned.through, excluded.through))
-         SELECT count(*) AS n FROM gone`,
-        [days],
-      ),
+    pruneEvents: (days: number): Promise<number> => pruneOlderThan(db, PRUNE_EVENTS, days),
   }
 }
+
+const PRUNE_EVENTS = pruneStatement({ table: 'event', writtenAt: 'at', mark: 'event_pruned', unit: 'day' })

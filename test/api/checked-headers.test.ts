@@ -1,14 +1,20 @@
 /**
- * src/http/checked-headers.ts writes a verify answer's headers, checked once, through the
- * headers a Node response holds (Node's private `kOutHeaders`), past Node's per-response
- * check. These pin that this Node still has that symbol (an upgrade that drops it fails here
- * instead of slowing every verification), that both ways put the same bytes on the wire, and
- * that a response which already holds headers of its own keeps them.
+ * src/http/checked-headers.ts checks a verify answer's headers once, and
+ * src/http/node-internals.ts writes them through the headers a Node response holds (Node's
+ * private `kOutHeaders`), past Node's per-response check. These pin that this Node still has
+ * that symbol and that the start-up check finds it usable (an upgrade that drops it fails
+ * here instead of slowing every verification), that both ways put the same bytes on the
+ * wire, and that a response which already holds headers of its own keeps them.
  */
 import t from 'tap'
 import { createServer, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
-import { checkHeaders, heldHeadersSymbol, writeCheckedHead } from '../../src/http/checked-headers.js'
+import { checkHeaders, type CheckedHeaders } from '../../src/http/checked-headers.js'
+import { nodePieces, writeHeadHeld, writeHeadWithPairs } from '../../src/http/node-internals.js'
+import { checkNodeInternals } from '../../src/http/node-internals-check.js'
+
+const heldHeadersSymbol = nodePieces().outHeaders
+const writeCheckedHead = (response: ServerResponse, status: number, headers: CheckedHeaders) => writeHeadHeld(heldHeadersSymbol!)(response, status, headers)
 
 const PAIRS = ['cache-control', 'no-store', 'X-Auth-User-Id', 'u-1', 'x-auth-external-id', 'caf%C3%A9', 'content-type', 'application/json; charset=utf-8', 'content-length', '2']
 
@@ -35,6 +41,7 @@ async function wireBytes(answer: (response: ServerResponse) => void): Promise<st
 
 t.test('this Node keeps a response\'s headers under kOutHeaders, which the fast way needs', async (t) => {
   t.type(heldHeadersSymbol, 'symbol')
+  t.type((await checkNodeInternals(nodePieces())).headers, 'function', 'and the start-up check found it behaving as expected: the node uses it')
 })
 
 t.test('checked headers put the very bytes on the wire that writeHead with the pairs does', async (t) => {
@@ -42,6 +49,7 @@ t.test('checked headers put the very bytes on the wire that writeHead with the p
   const checked = await wireBytes((response) => writeCheckedHead(response, 200, headers))
   const plain = await wireBytes((response) => response.writeHead(200, [...PAIRS]))
   t.equal(checked, plain)
+  t.equal(await wireBytes((response) => writeHeadWithPairs(response, 200, headers)), plain, 'the public way node-internals.ts falls back to: the same')
   t.match(checked, /^HTTP\/1\.1 200 OK\r\ncache-control: no-store\r\nX-Auth-User-Id: u-1\r\nx-auth-external-id: caf%C3%A9\r\n/)
   // a second answer from the same prepared headers: the same again (nothing was changed by the first)
   t.equal(await wireBytes((response) => writeCheckedHead(response, 200, headers)), plain)

@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { gatewayPlugin } from '../../src/gateway.js'
 import { createLogger } from '../../src/logger.js'
 import { DOCS_PATH, OPENAPI_PATH } from '../../src/http/openapi.js'
-import { VERIFY_PATH } from '../../src/routes/verify.js'
+import { VERIFY_PATH } from '../../src/routes/verify/path.js'
 import { createPostgresDb } from '../../src/store/db.js'
 import { ADMIN_TOKEN, freshPostgresDatabase, JWT_SECRET, sharedDb, STORE } from '../support/helpers.js'
 

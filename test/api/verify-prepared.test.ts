@@ -1,6 +1,6 @@
 /**
  * The verify route serialises an allowed answer once per token and reuses the bytes
- * (src/routes/verify.ts, preparedAnswer); each kind of refusal is serialised once
+ * (src/routes/verify/answer.ts, preparedAnswer); each kind of refusal is serialised once
  * (preparedDenial).
  * Every check still runs per request, and the bytes are reused only while the identity they
  * were made from is the same: the same token verified again after a change answers the new

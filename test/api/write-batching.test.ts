@@ -15,7 +15,9 @@ import { waitFor } from '../support/poll.js'
  */
 
 async function listening(t: Test, env: Record<string, string> = {}): Promise<{ node: TestApp; port: number }> {
-  const node = await startApp(t, env)
+  // batching holds a socket's writes through Node's internals: this file is about that way,
+  // whatever the run's TEST_NODE_INTERNALS (test/api/node-internals.test.ts compares the two)
+  const node = await startApp(t, { TEST_NODE_INTERNALS: 'true', ...env })
   await node.app.listen({ port: 0, host: '127.0.0.1' })
   return { node, port: (node.app.server.address() as AddressInfo).port }
 }

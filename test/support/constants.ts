@@ -11,3 +11,10 @@ export const JWT_SECRET = 'test-jwt-secret-that-is-at-least-32-bytes-long!'
  * ~60 MB and ~0.25 s of CPU for every node a test starts, for entries no test fills.
  */
 export const TEST_CACHE_SIZE = '10000'
+
+/**
+ * TEST_NODE_INTERNALS=false in the test run's environment: every node a test starts (in
+ * process, or as a process) takes Node's public API instead of its internals
+ * (src/http/node-internals.ts), so that any test file can be run both ways.
+ */
+export const NODE_INTERNALS_ENV: Record<string, string> = process.env.TEST_NODE_INTERNALS === undefined ? {} : { TEST_NODE_INTERNALS: process.env.TEST_NODE_INTERNALS }

@@ -10,7 +10,7 @@ import { createKeyring } from '../../src/jwt/keyring.js'
 import { createPostgresDb, type Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrate.js'
 import { createStore } from '../../src/store/store.js'
-import { ADMIN_TOKEN, JWT_SECRET, STORE, TEST_CACHE_SIZE } from './constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, NODE_INTERNALS_ENV, STORE, TEST_CACHE_SIZE } from './constants.js'
 import { freshPostgresDatabase, type Teardown } from './databases.js'
 import { emptyPglite } from './pglite-template.js'
 
@@ -76,7 +76,7 @@ export async function startApp(t: Teardown, env: Record<string, string> = {}, op
   // a store of its own, unless the test names one
   const own = env.DATABASE_URL || env.DATA_DIR || options.db ? undefined : await freshDb(t)
   // A variable given as '' drops this helper's default for it (JWT_SECRET: '' → no secret: keys come from elsewhere, or are generated).
-  const merged = { ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ...own?.env, ...env }
+  const merged = { ADMIN_TOKEN, JWT_SECRET, LOG_LEVEL: 'info', SEED_DEMO: 'false', CACHE_SIZE: TEST_CACHE_SIZE, ...NODE_INTERNALS_ENV, ...own?.env, ...env }
   const config = loadConfig(Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== '')))
   const logs: string[] = []
   const logger = createLogger(config, new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) }))

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { faketimeLibrary } from '../setup/tools.js'
-import { ADMIN_TOKEN, JWT_SECRET, TEST_CACHE_SIZE } from './constants.js'
+import { ADMIN_TOKEN, JWT_SECRET, NODE_INTERNALS_ENV, TEST_CACHE_SIZE } from './constants.js'
 import { waitFor } from './poll.js'
 import { freePort } from './ports.js'
 
@@ -67,7 +67,7 @@ export function spawnNode(script: string, options: NodeSpawnOptions): ChildHandl
 export function spawnProcess(command: string, args: string[], options: SpawnOptions): ChildHandle {
   const child = spawn(command, args, {
     cwd: options.cwd ?? ROOT,
-    env: { ...(options.inheritEnv ? process.env : { PATH: process.env.PATH ?? '' }), ...options.env },
+    env: { ...(options.inheritEnv ? process.env : { PATH: process.env.PATH ?? '' }), ...NODE_INTERNALS_ENV, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
   })
   const keepBytes = options.keepBytes ?? 65_536

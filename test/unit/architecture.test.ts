@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
@@ -97,4 +97,69 @@ t.test('a committed change takes one path: only change-pipeline.ts subscribes to
   const outside = src.filter((f) => f !== 'src/change-pipeline.ts' && !inside(f, 'src/bus'))
   t.same(outside.filter((f) => subscribes.test(readFileSync(join(ROOT, f), 'utf8'))), [])
   t.match(readFileSync(join(ROOT, 'src/change-pipeline.ts'), 'utf8'), subscribes, 'the pattern sees a subscription')
+})
+
+rule('http/ never imports routes/: a route hands http/ what it needs, never the other way', src.filter((f) => inside(f, 'src/http')), (target) => inside(target, 'src/routes'))
+
+t.test("only http/node-internals.ts touches Node's private fields and methods (the start-up check and the fallback are there)", async (t) => {
+  // Node's own names for what it keeps private, used as code (comments left out): the symbols
+  // it is looked up by, the underscore methods and fields of its sockets, streams and
+  // messages, the parser and the answer it hangs on a socket.
+  const privateUse =
+    /['"`]kOutHeaders['"`]|getOwnPropertySymbols|Symbol\.for\(\s*['"]nodejs\.|\._(?:writeGeneric|writev?|destroy|httpMessage|header|handle|readableState|writableState)\b|\b_(?:writeGeneric|httpMessage)\b|\.parser\b|\bparser\?\./
+  const code = (file: string) => readFileSync(join(ROOT, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|\s)\/\/.*$/gm, '')
+  t.same(src.filter((f) => f !== 'src/http/node-internals.ts' && !inside(f, 'src/client') && privateUse.test(code(f))), [])
+  t.match(code('src/http/node-internals.ts'), privateUse, 'the check sees what that module does')
+  // what http/checked-headers.ts, write-batching.ts and client-errors.ts did on main
+  for (const line of ["symbol.description === 'kOutHeaders'", 'socket._writev = queueWritev', 'Socket.prototype._destroy', 'const { parser, _httpMessage: response } = socket', 'parser?.incoming']) {
+    t.match(line, privateUse, `it catches ${line}`)
+  }
+})
+
+t.test('the verify path is written in one file', async (t) => {
+  const naming = src.filter((f) => readFileSync(join(ROOT, f), 'utf8').includes('/rest/v1/auth/verify') && !inside(f, 'src/client', 'src/example'))
+  t.same(naming, ['src/routes/verify/path.ts'])
+})
+
+t.test('MaybePromise and andThen are a leaf of their own (src/maybe-promise.ts), defined nowhere else', async (t) => {
+  const defining = src.filter((f) => /^export (?:type MaybePromise\b|function andThen\b)/m.test(readFileSync(join(ROOT, f), 'utf8')))
+  t.same(defining, ['src/maybe-promise.ts'])
+  t.same(importsOf('src/maybe-promise.ts'), [], 'it imports nothing')
+})
+
+t.test('outside the client, no two modules export a type of the same name', async (t) => {
+  const owners = new Map<string, string[]>()
+  for (const file of src.filter((f) => !inside(f, 'src/client'))) {
+    for (const [, name] of readFileSync(join(ROOT, file), 'utf8').matchAll(/^export (?:interface|type|class) (\w+)/gm)) owners.set(name!, [...(owners.get(name!) ?? []), file])
+  }
+  t.same([...owners].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`), [])
+})
+
+t.test("a module re-exports only its own folder's modules (index.ts, the library's surface, excepted)", async (t) => {
+  const found: string[] = []
+  for (const file of src.filter((f) => f !== 'src/index.ts' && f !== 'src/client/index.ts')) {
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    // a module may be the face of its own folder (store/store.ts), or of the folder of its name (config.ts → config/)
+    const own = [dirname(file), file.replace(/\.ts$/, '')]
+    for (const [, spec] of text.matchAll(/^export\s+(?:type\s+)?(?:\*|\{[^}]*\})\s+from\s+['"]([^'"]+)['"]/gm)) {
+      const target = spec!.startsWith('.') ? relative(ROOT, normalize(join(ROOT, dirname(file), spec!))).replace(/\.js$/, '.ts') : spec!
+      if (!own.some((folder) => dirname(target) === folder)) found.push(`${file} re-exports ${target}`)
+    }
+  }
+  t.same(found, [])
+})
+
+t.test('every src/ path a test names exists', async (t) => {
+  const tests = sources('test').filter((f) => f !== 'test/unit/architecture.test.ts')
+  const named = tests.flatMap((file) =>
+    [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?<![\w./-])src\/[\w./-]+\.(?:ts|mjs)\b/g)].map((m) => ({ file, path: m[0] })),
+  )
+  t.ok(named.length > 20, 'the scan sees the paths the tests name')
+  t.same(named.filter(({ path }) => !existsSync(join(ROOT, path))).map(({ file, path }) => `${file} names ${path}`), [])
+})
+
+t.test('the age prune of the change log and of the events is written once, in store/', async (t) => {
+  // DELETE … RETURNING xid, then the highest xid pruned remembered: the shape both share
+  const writing = src.filter((f) => inside(f, 'src/store') && /RETURNING xid\)/.test(readFileSync(join(ROOT, f), 'utf8')))
+  t.same(writing, ['src/store/prune.ts'])
 })

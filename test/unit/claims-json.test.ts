@@ -2,18 +2,18 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { claimsJson } from '../../src/jwt/claims-json.js'
-import type { TokenClaims } from '../../src/jwt/keyring.js'
+import type { SignedClaims } from '../../src/jwt/keyring.js'
 
 const text = fc.string({ unit: 'binary', maxLength: 60 })
 const integer = fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })
-// Keys in TokenClaims' order, as the token issuer (src/auth/issue-token.ts) sets them, its ids
+// Keys in SignedClaims' order, as the token issuer (src/auth/issue-token.ts) sets them, its ids
 // UUIDs; the optional ones present or not, iss and aud any string.
 const claims = fc
   .record(
     { sub: fc.uuid(), tokenVersion: integer, companyId: fc.uuid(), agentId: fc.uuid(), iat: integer, exp: integer, jti: fc.uuid(), cgen: integer, agen: integer, iss: text, aud: text },
     { requiredKeys: ['sub', 'tokenVersion', 'companyId', 'agentId', 'iat', 'exp', 'jti'] },
   )
-  .map((drawn) => drawn as TokenClaims)
+  .map((drawn) => drawn as SignedClaims)
 
 t.test('equals JSON.stringify for every set of claims fast-check draws', async (t) => {
   fc.assert(

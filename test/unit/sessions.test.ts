@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { ChangeHandler } from '../../src/bus/bus.js'
-import type { TokenClaims, Verdict } from '../../src/auth/verify.js'
+import type { VerifiedClaims, Verdict } from '../../src/auth/verify.js'
 import { appliedChange, type AgentState, type CompanyState, type UserState } from '../../src/domain.js'
 import { createSessions, type SessionsOptions } from '../../src/sessions/sessions.js'
 
@@ -31,7 +31,7 @@ function world(options: { failReads?: () => boolean; hangReads?: () => boolean }
     return options.failReads?.() ? Promise.reject(new Error('store away')) : Promise.resolve(rows)
   }
   let trusted = true
-  const claimsOf = new Map<string, TokenClaims>()
+  const claimsOf = new Map<string, VerifiedClaims>()
   const verifyToken: SessionsOptions['verifyToken'] = (token): Verdict => {
     const claims = token === undefined ? undefined : claimsOf.get(token)
     if (claims === undefined) return { ok: false, denial: { code: 'INVALID_TOKEN', message: 'Invalid token' } }

@@ -1,13 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { Type } from '@sinclair/typebox'
-import { bearerToken, type Identity, type TokenClaims, type Verdict, type VerifyToken } from '../auth/verify.js'
-import { AgentSummary, errorResponses, UserBody } from '../http/schemas.js'
-import { BEARER_CHALLENGE, denialBody, type Denial } from '../errors.js'
-import type { Metrics } from '../metrics.js'
-import { answerUndecided, undecidedReporter, type ReportUndecided } from '../http/undecided.js'
-import { identityBody } from '../auth/identity-body.js'
-import { checkHeaders, writeCheckedHead, type CheckedHeaders } from '../http/checked-headers.js'
-import { JSON_CONTENT_TYPE } from '../json-text.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { bearerToken, type Identity, type VerifiedClaims, type Verdict, type VerifyToken } from '../../auth/verify.js'
+import { BEARER_CHALLENGE, denialBody, type Denial } from '../../errors.js'
+import { answerUndecided, type ReportUndecided } from '../../http/undecided.js'
+import { identityBody } from '../../auth/identity-body.js'
+import { checkHeaders, type CheckedHeaders } from '../../http/checked-headers.js'
+import type { WriteCheckedHead } from '../../http/node-internals.js'
+import { JSON_CONTENT_TYPE } from '../../json-text.js'
 
 /** The headers a proxy forwards upstream with an allowed request (its body: auth/identity-body.ts). */
 export function identityHeaders(identity: Identity): Record<string, string> {
@@ -25,29 +23,43 @@ function encodeHeaderValue(value: string): string {
 }
 
 /** Every verdict, allowed or not, is this request's alone: no proxy may keep it. */
-const NOT_STORED = { 'cache-control': 'no-store' }
+export const NOT_STORED = { 'cache-control': 'no-store' }
 
-export const VERIFY_PATH = '/rest/v1/auth/verify'
+/** One verify endpoint: what it answers with, and how. */
+export interface VerifyEndpoint {
+  readonly verifyToken: VerifyToken
+  /** the head of a prepared answer: node-internals.ts, Node's internal way or its public one */
+  readonly writeHead: WriteCheckedHead
+  /** what the endpoint cannot decide: logged once per 5 s, counted */
+  readonly report: ReportUndecided
+  /**
+   * The route has onSend hooks (@fastify/otel ends its request span in one, when
+   * OpenTelemetry is on): a hijacked reply would skip them, so the answers go through
+   * Fastify's send. Seen by an onRoute hook of the route's own plugin (route.ts), which runs
+   * after those of its parents (where such a hook adds them).
+   */
+  throughHooks: boolean
+}
 
 /**
  * The verify endpoint's answer to one request: 200, 401 or 503, nothing else. On a cache
  * hit it answers synchronously: the hot path makes no promise at all.
  */
-export function answerVerification(verifyToken: VerifyToken, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
+export function answerVerification(endpoint: VerifyEndpoint, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   let verdict: Verdict | Promise<Verdict>
   try {
-    verdict = verifyToken(bearerToken(request.headers.authorization))
+    verdict = endpoint.verifyToken(bearerToken(request.headers.authorization))
   } catch (error) {
-    return cannotDecide(verifyToken, request, reply, error)
+    return cannotDecide(endpoint, request, reply, error)
   }
   return verdict instanceof Promise
-    ? verdict.then((settled) => answer(verifyToken, reply, settled), (error) => cannotDecide(verifyToken, request, reply, error))
-    : answer(verifyToken, reply, verdict)
+    ? verdict.then((settled) => answer(endpoint, reply, settled), (error) => cannotDecide(endpoint, request, reply, error))
+    : answer(endpoint, reply, verdict)
 }
 
-function answer(verifyToken: VerifyToken, reply: FastifyReply, verdict: Verdict): FastifyReply {
-  if (!verdict.ok) return send(verifyToken, reply, 401, preparedDenial(reply, verdict.denial))
-  return send(verifyToken, reply, 200, preparedAnswer(reply, verdict.claims, verdict.identity).answer)
+function answer(endpoint: VerifyEndpoint, reply: FastifyReply, verdict: Verdict): FastifyReply {
+  if (!verdict.ok) return send(endpoint, reply, 401, preparedDenial(reply, verdict.denial))
+  return send(endpoint, reply, 200, preparedAnswer(reply, verdict.claims, verdict.identity).answer)
 }
 
 /** The serialised parts of one answer: its body, and its headers with and without the body's. */
@@ -62,11 +74,11 @@ interface Prepared {
   body: string
 }
 
-function send(verifyToken: VerifyToken, reply: FastifyReply, status: 200 | 401, prepared: Prepared): FastifyReply {
+function send(endpoint: VerifyEndpoint, reply: FastifyReply, status: 200 | 401, prepared: Prepared): FastifyReply {
   // A HEAD (what the proxy recipes of docs/proxies.md send) gets the status and headers alone: no body
   // is sent to a proxy that reads none, nor its length.
   const head = reply.request.method === 'HEAD'
-  if (sentThroughHooks.has(verifyToken)) {
+  if (endpoint.throughHooks) {
     // onSend hooks must see the answer: Fastify sends the prepared string (no serialising).
     return reply.code(status).headers(head ? prepared.headHeaderObject : prepared.headerObject).send(head ? undefined : prepared.body)
   }
@@ -74,10 +86,10 @@ function send(verifyToken: VerifyToken, reply: FastifyReply, status: 200 | 401, 
   // (its onResponse hooks still run when the response finishes).
   reply.hijack()
   if (head) {
-    writeCheckedHead(reply.raw, status, prepared.headHeaders)
+    endpoint.writeHead(reply.raw, status, prepared.headHeaders)
     reply.raw.end()
   } else {
-    writeCheckedHead(reply.raw, status, prepared.headers)
+    endpoint.writeHead(reply.raw, status, prepared.headers)
     reply.raw.end(prepared.body)
   }
   return reply
@@ -136,19 +148,11 @@ const pairsToObject = (pairs: string[]): Record<string, string> => {
   return object
 }
 
-/**
- * The verifiers whose routes have onSend hooks (@fastify/otel ends its request span in one,
- * when OpenTelemetry is on): a hijacked reply would skip them, so their answers go through
- * Fastify's send. Seen by an onRoute hook of the route's own plugin, which runs after those
- * of its parents (where such a hook adds them); the app adds no onSend hook for all routes.
- */
-const sentThroughHooks = new WeakSet<VerifyToken>()
-
 // Keyed by the verified claims object the keyring keeps for a token (never by the token):
 // an entry goes when the keyring forgets the token.
-const preparedAnswers = new WeakMap<TokenClaims, PreparedAnswer>()
+const preparedAnswers = new WeakMap<VerifiedClaims, PreparedAnswer>()
 
-function preparedAnswer(reply: FastifyReply, claims: TokenClaims, identity: Identity): PreparedAnswer {
+function preparedAnswer(reply: FastifyReply, claims: VerifiedClaims, identity: Identity): PreparedAnswer {
   const known = preparedAnswers.get(claims)
   if (known !== undefined && madeFrom(known, identity)) return known
   const made = prepare(reply, identity)
@@ -189,58 +193,8 @@ function prepare(reply: FastifyReply, identity: Identity): PreparedAnswer {
   }
 }
 
-// The reporter of each verifier's route, found by the verifier: a request Fastify refused
-// before routing (app.ts answerFrameworkError) is answered with the same reporter.
-const reporters = new WeakMap<VerifyToken, ReportUndecided>()
-
 /** Whatever went wrong, the endpoint cannot decide: 503, never an allow, never a 500. */
-function cannotDecide(verifyToken: VerifyToken, request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  let report = reporters.get(verifyToken)
-  if (report === undefined) reporters.set(verifyToken, (report = undecidedReporter(request.server.log)))
-  report(error, request.id)
+export function cannotDecide(endpoint: VerifyEndpoint, request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  endpoint.report(error, request.id)
   return answerUndecided(reply.headers(NOT_STORED))
-}
-
-const VerifyResponse = Type.Object({
-  user: UserBody,
-  agent: AgentSummary,
-  tokenVersion: Type.Integer(),
-  expiresAt: Type.String(),
-})
-const schema = { response: { 200: VerifyResponse, ...errorResponses(401, 503) } }
-
-/**
- * SPEC §3.3: `/rest/v1/auth/verify` and everything below it, any method, any body, so
- * that nginx auth_request, Envoy ext_authz and Traefik ForwardAuth can point at it. It
- * answers only 200, 401 or 503: a proxy turns anything else into a 500.
- */
-export async function verifyRoute(fastify: FastifyInstance, { verifyToken, metrics }: { verifyToken: VerifyToken; metrics?: Metrics }): Promise<void> {
-  reporters.set(verifyToken, undecidedReporter(fastify.log, metrics))
-  // A proxy may forward the original request's body with any content type; it is never read.
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('*', (_request, payload, done) => {
-    payload.resume()
-    done(null, undefined)
-  })
-
-  fastify.addHook('onRoute', (route) => {
-    if (route.onSend !== undefined && route.onSend !== null && (!Array.isArray(route.onSend) || route.onSend.length > 0)) sentThroughHooks.add(verifyToken)
-  })
-  const handler = (request: FastifyRequest, reply: FastifyReply) => answerVerification(verifyToken, request, reply)
-  // Only a request Fastify refused before the handler (a QUERY without a content type, say)
-  // reaches this: its token still decides. Anything else means the endpoint cannot decide.
-  const errorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) =>
-    isRefusedRequest(error) ? answerVerification(verifyToken, request, reply) : cannotDecide(verifyToken, request, reply, error)
-  // Every method answers alike, so the API description lists the endpoint once, as GET;
-  // the other methods, and the paths below it, answer the same and stay out of it.
-  const undocumented = { errorHandler, schema: { ...schema, hide: true } }
-  fastify.get(VERIFY_PATH, { errorHandler, schema, exposeHeadRoute: false }, handler)
-  fastify.route({ method: fastify.supportedMethods.filter((method) => method !== 'GET'), url: VERIFY_PATH, ...undocumented, handler })
-  // Below the endpoint: `/…/verify/anything` and `/…/verify;matrix=params`.
-  for (const path of [`${VERIFY_PATH}/*`, `${VERIFY_PATH};*`]) fastify.all(path, undocumented, handler)
-}
-
-function isRefusedRequest(error: Error): boolean {
-  const status = (error as { statusCode?: unknown }).statusCode
-  return typeof status === 'number' && status >= 400 && status < 500
 }
