@@ -1,6 +1,8 @@
 import type { RedisConnection } from '../../config.js'
 import { createClusterWatch } from './cluster-watch.js'
 import type { PrimaryWatch } from './primary-watch.js'
+
+export type { PrimaryWatch }
 import { createSentinelWatch } from './sentinel-watch.js'
 
 export interface WatchOptions {
