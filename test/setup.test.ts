@@ -63,7 +63,7 @@ t.test('a test that needs a missing program skips, says why and is recorded', as
 
 t.test('the setup starts a local Redis that does not answer, and installs nothing it is told it cannot, saying so', async (t) => {
   const port = await freePort()
-  const { code, output } = await node('test/setup/prepare.ts', { TEST_REDIS_URL: `redis://127.0.0.1:${port}`, TEST_PRETEND_MISSING: 'nginx,caddy,chromium,faketime' })
+  const { code, output } = await node('test/setup/prepare.ts', { TEST_REDIS_URL: `redis://127.0.0.1:${port}`, TEST_PRETEND_MISSING: 'nginx,caddy,chromium,faketime,iptables' })
   const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   redis.on('error', () => {})
   t.teardown(() => redis.call('SHUTDOWN', 'NOSAVE').catch(() => {}))
@@ -71,7 +71,7 @@ t.test('the setup starts a local Redis that does not answer, and installs nothin
   t.match(output, 'setup: starting Redis')
   await redis.connect()
   t.equal(await redis.ping(), 'PONG', 'Redis answers')
-  for (const tool of ['nginx', 'caddy', 'chromium', 'faketime']) t.match(output, `setup: ${tool} is not installed, and its tests will skip: TEST_PRETEND_MISSING pretends it cannot be installed`)
+  for (const tool of ['nginx', 'caddy', 'chromium', 'faketime', 'iptables']) t.match(output, `setup: ${tool} is not installed, and its tests will skip: TEST_PRETEND_MISSING pretends it cannot be installed`)
   t.notMatch(output, 'installing', 'no apt-get')
 })
 

@@ -18,6 +18,8 @@ export const TOOLS = {
   chromium: { debianPackage: 'chromium', candidates: ['/usr/bin/chromium', '/usr/bin/chromium-browser'] },
   /** the clock tests and the chaos run start nodes whose wall clock is off (its libfaketime: `faketimeLibrary`) */
   faketime: { debianPackage: 'faketime', candidates: ['/usr/bin/faketime', 'faketime'] },
+  /** the Redis Cluster tests cut a master off the cluster's bus (its other nodes) while clients still reach it */
+  iptables: { debianPackage: 'iptables', candidates: ['/usr/sbin/iptables', 'iptables'] },
 } as const
 
 export type ToolName = keyof typeof TOOLS

@@ -15,8 +15,12 @@ import { spawnProcess, type ChildHandle } from './processes.js'
  */
 export interface ClusterSet {
   readonly ports: readonly number[]
+  /** each node's own loopback address (127.0.0.x), by port: a node cut off is told apart by it */
+  readonly hosts: ReadonlyMap<number, string>
   /** REDIS_CLUSTER_NODES for a node: every node of the cluster */
   readonly nodesEnv: string
+  /** the address a node of the cluster is reached at (`host:port`, as CLUSTER NODES names it) */
+  addressOf(port: number): string
   /** a plain client on one node, for faults and checks */
   client(port: number): Promise<Redis>
   /** the hash slot of a key (CLUSTER KEYSLOT) */
@@ -36,6 +40,14 @@ export interface ClusterSet {
    * once it has been demoted.
    */
   cutOffOwner(slot: number, options?: { stoppedMs?: number; timeoutMs?: number }): Promise<{ former: number; owner: number }>
+  /**
+   * The slot's master cut off from the other nodes of the cluster (its cluster bus dropped
+   * both ways with iptables), while clients still reach it: it keeps serving them (and
+   * taking writes, until it notices it is alone) while the others fail it over. Resolves
+   * once the others name its replica; `heal()` ends the partition (it then rejoins as a
+   * replica). Needs iptables and root (`partitionable()` says whether this machine has them).
+   */
+  partitionOwner(slot: number, timeoutMs?: number): Promise<{ former: number; owner: number; heal(): Promise<void> }>
   /** moves the slot, with its keys, to the master on `toPort` (CLUSTER SETSLOT … IMPORTING/MIGRATING/NODE, MIGRATE) */
   migrateSlot(slot: number, toPort: number, options?: { betweenKeysMs?: number }): Promise<void>
   /** starts a node that was killed again, on its port and with its folder (it rejoins as a replica) */
@@ -74,10 +86,30 @@ function linesOf(text: string): Line[] {
     }))
 }
 
+/** Whether this machine can cut a node off the cluster's bus (`partitionOwner`): iptables, as root. */
+export function partitionable(): boolean {
+  try {
+    execFileSync('iptables', ['-L', 'INPUT', '-n'], { stdio: 'ignore' })
+    return process.getuid?.() === 0
+  } catch {
+    return false
+  }
+}
+
 export async function startRedisCluster(): Promise<ClusterSet> {
   const dir = mkdtempSync(join(tmpdir(), 'chat-auth-cluster-'))
   const ports: number[] = []
-  for (let i = 0; i < 6; i++) ports.push(await freePort())
+  const busPorts = new Map<number, number>()
+  for (let i = 0; i < 6; i++) {
+    const port = await freePort()
+    ports.push(port)
+    // A bus port of its own (not port + 10000, which may be taken or past 65535).
+    busPorts.set(port, await freePort())
+  }
+  // Each node on a loopback address of its own, its outgoing links from it too
+  // (bind-source-addr), so that a firewall rule can cut one node off the cluster's bus.
+  const hosts = new Map(ports.map((port, i) => [port, `127.0.0.${11 + i}`]))
+  const partitions = new Set<() => void>()
   const servers = new Map<number, ChildHandle>()
   const clients = new Map<number, Redis>()
   const dead = new Set<number>()
@@ -85,7 +117,7 @@ export async function startRedisCluster(): Promise<ClusterSet> {
   const client = async (port: number) => {
     let c = clients.get(port)
     if (!c) {
-      c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50, lazyConnect: true })
+      c = new Redis({ port, host: hosts.get(port)!, maxRetriesPerRequest: 1, retryStrategy: () => 50, lazyConnect: true })
       c.on('error', () => {})
       clients.set(port, c)
     }
@@ -95,8 +127,8 @@ export async function startRedisCluster(): Promise<ClusterSet> {
     const folder = join(dir, String(port))
     mkdirSync(folder, { recursive: true })
     const args = [
-      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning', '--dir', folder,
-      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
+      '--port', String(port), '--bind', hosts.get(port)!, '--bind-source-addr', hosts.get(port)!, '--save', '', '--appendonly', 'no', '--loglevel', 'warning', '--dir', folder,
+      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000', '--cluster-port', String(busPorts.get(port)!),
       '--cluster-replica-validity-factor', '0', '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
     ]
     const started = spawnProcess('redis-server', args, { name: `redis-cluster-${port}` })
@@ -107,7 +139,7 @@ export async function startRedisCluster(): Promise<ClusterSet> {
     }, { until: (reply) => reply === 'PONG' })
   }
   await Promise.all(ports.map(launch))
-  execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'pipe', timeout: 60_000 })
+  execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `${hosts.get(p)}:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'pipe', timeout: 60_000 })
 
   const live = () => ports.filter((port) => !dead.has(port))
   const view = async (port: number) => linesOf(String(await (await client(port)).call('CLUSTER', 'NODES')))
@@ -118,7 +150,9 @@ export async function startRedisCluster(): Promise<ClusterSet> {
   }
   const set: ClusterSet = {
     ports,
-    nodesEnv: ports.map((port) => `127.0.0.1:${port}`).join(','),
+    hosts,
+    nodesEnv: ports.map((port) => `${hosts.get(port)}:${port}`).join(','),
+    addressOf: (port) => `${hosts.get(port)}:${port}`,
     client,
     async slotOf(key) {
       return Number(await (await client(ports[0]!)).call('CLUSTER', 'KEYSLOT', key))
@@ -166,6 +200,33 @@ export async function startRedisCluster(): Promise<ClusterSet> {
       await waitFor(`${former} to learn it was replaced`, demoted, { until: (yes) => yes, timeoutMs: options.timeoutMs ?? 30_000, everyMs: 50 })
       return { former, owner: replica }
     },
+    async partitionOwner(slot, timeoutMs = 30_000) {
+      const former = await set.ownerOf(slot)
+      const replica = await set.replicaOf(former)
+      // Its bus port refused to everyone, and whatever it sends from its address to a bus port dropped.
+      const rules = [
+        ['INPUT', '-p', 'tcp', '--dport', String(busPorts.get(former)!), '-j', 'DROP'],
+        ...[...busPorts.values()].map((bus) => ['INPUT', '-s', hosts.get(former)!, '-p', 'tcp', '--dport', String(bus), '-j', 'DROP']),
+      ]
+      for (const rule of rules) execFileSync('iptables', ['-I', ...rule])
+      let healed = false
+      const heal = async () => {
+        if (healed) return
+        healed = true
+        partitions.delete(heal)
+        for (const rule of rules) execFileSync('iptables', ['-D', ...rule], { stdio: 'ignore' })
+        dead.delete(former)
+      }
+      partitions.add(heal)
+      dead.add(former)
+      try {
+        await waitFor(`${replica} to take slot ${slot} from the cut-off ${former}`, () => agreedOwner(slot), { until: (owner) => owner === replica, timeoutMs, everyMs: 100 })
+      } catch (error) {
+        await heal()
+        throw error
+      }
+      return { former, owner: replica, heal }
+    },
     async migrateSlot(slot, toPort, options = {}) {
       const fromPort = await set.ownerOf(slot)
       if (fromPort === toPort) return
@@ -176,7 +237,7 @@ export async function startRedisCluster(): Promise<ClusterSet> {
       for (;;) {
         const keys = (await from.call('CLUSTER', 'GETKEYSINSLOT', slot, 10)) as string[]
         if (keys.length === 0) break
-        await from.call('MIGRATE', '127.0.0.1', toPort, '', 0, 5000, 'KEYS', ...keys)
+        await from.call('MIGRATE', hosts.get(toPort)!, toPort, '', 0, 5000, 'KEYS', ...keys)
         await sleep(options.betweenKeysMs ?? 0)
       }
       // The new owner first, then the old one, then the rest: the order redis-cli uses.
@@ -194,6 +255,7 @@ export async function startRedisCluster(): Promise<ClusterSet> {
       return (await view(live()[0]!)).filter((l) => l.flags.includes('master') && !l.flags.includes('fail') && l.ranges.length > 0).map((l) => l.port)
     },
     async stop() {
+      for (const heal of [...partitions]) await heal()
       for (const c of clients.values()) c.disconnect()
       await Promise.allSettled([...servers.values()].map((s) => s.stop(3000)))
       rmSync(dir, { recursive: true, force: true })
