@@ -1,5 +1,5 @@
 import { locate } from '../../test/setup/tools.js'
-import { readmeCaddyfile, readmeNginxServer, startCaddy, startNginx, type Proxy } from '../../test/proxies/support/proxies.js'
+import { readmeCaddyfile, readmeNginxServer, startCaddy, startNginx, type Proxy } from '../../test/system/proxies/support/proxies.js'
 import { stableStart, type Dataset } from './data.js'
 import { fmtMs, type LoadResult, type RequestSpec, type Slot, type Workload } from './load.js'
 import { DIST, freePort, startProcess, type Proc } from './procs.js'

@@ -1,79 +1,56 @@
-import { spawn, spawnSync } from 'node:child_process'
-import { relative, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { SUITE_FILE } from '../support/suite.js'
 
 /**
- * The store matrix: `npm test` runs the suite in two passes side by side, one per store
- * (`TEST_STORE`), and every test file of tap's list (package.json's `tap` section) runs in
- * both, but those named here. This is the one place that says which.
+ * Which tests `npm test` runs, and in which of its two passes (one per store, `TEST_STORE`,
+ * side by side): the folder a test is in says, and nothing else does.
+ *
+ * | folder | runs |
+ * |---|---|
+ * | `test/stores/` | in both passes: its tests use the pass's store (PGlite, then PostgreSQL) |
+ * | `test/system/` | once, in the PostgreSQL pass: real processes, and databases, Redis and peers of their own |
+ * | `test/unit/` | once, in the PostgreSQL pass: no store at all |
+ * | `test/embedded/` | once, in the PGlite pass: the embedded store's data directory itself |
+ * | `test/chaos/`, `test/slow/` | not at all: `npm run test:chaos`, `npm run test:slow` (minutes each) |
+ *
+ * A folder holding an `all.test.ts` runs as one process (test/support/suite.ts): only that
+ * file of it is listed. `support/` folders hold no tests.
  */
 export type Store = 'pglite' | 'postgres'
 
-/**
- * Files whose tests do not use the pass's store (they start their own PostgreSQL database or
- * Redis, or use no store at all): they run once, in the PostgreSQL pass. A single such test
- * in a file that runs twice uses `storeIndependentTest` instead.
- */
-const ONCE = [
-  'test/bench-smoke.test.ts',
-  'test/bus-lease.test.ts',
-  'test/catch-up.test.ts',
-  'test/chat-example.test.ts',
-  'test/client-hostile.test.ts',
-  'test/clock-skew.test.ts',
-  'test/compose.test.ts',
-  'test/console.test.ts',
-  'test/config.test.ts',
-  'test/database-claim.test.ts',
-  'test/docs-page.test.ts',
-  'test/jwt.test.ts',
-  'test/migrate.test.ts',
-  'test/multi-node.test.ts',
-  'test/nodes-board.test.ts',
-  'test/operators-multi-node.test.ts',
-  'test/packaging.test.ts',
-  'test/proxies/proxies.test.ts',
-  'test/readme-walk-through.test.ts',
-  'test/redis-bus-forgery.test.ts',
-  'test/redis-bus.test.ts',
-  'test/redis-cluster.test.ts',
-  'test/redis-sentinel.test.ts',
-  'test/revocation-load.test.ts',
-  'test/sessions.test.ts',
-  'test/setup.test.ts',
-  'test/telemetry.test.ts',
-  'test/tenant-streams.test.ts',
-  'test/unit.test.ts',
-  'test/unpublished-changes.test.ts',
-  'test/webhooks-fairness.test.ts',
-  'test/webhooks-multi-node.test.ts',
-]
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
-/** Files about the embedded store's data directory alone: the PGlite pass only. */
-const PGLITE_ONLY = ['test/assembly.test.ts', 'test/data-dir-lock.test.ts', 'test/lifecycle.test.ts']
-
-export const PASSES: Record<Store, { leaveOut: readonly string[]; jobs: number }> = {
-  pglite: { leaveOut: ONCE, jobs: 2 },
+export const PASSES: Record<Store, { folders: readonly string[]; jobs: number }> = {
+  pglite: { folders: ['test/stores', 'test/embedded'], jobs: 2 },
   // Its files wait most (leases, drains, failovers): a third one at a time fills the cores.
-  postgres: { leaveOut: PGLITE_ONLY, jobs: 3 },
+  postgres: { folders: ['test/stores', 'test/system', 'test/unit'], jobs: 3 },
 }
 
-/** Every test file tap would run (its `include` and `exclude`), from the package root. */
-export function tapFiles(): string[] {
-  const listed = spawnSync('tap', ['list'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
-  if (listed.status !== 0) throw new Error(`tap list failed (${listed.error?.message ?? `exit ${listed.status}`})`)
-  return listed.stdout.split('\n').filter(Boolean)
+/** The test files under `folder`, a folder with an all.test.ts as that one file. */
+export function testFilesIn(folder: string): string[] {
+  const dir = join(ROOT, folder)
+  if (!existsSync(dir)) return []
+  const names = readdirSync(dir).sort()
+  if (names.includes(SUITE_FILE)) return [`${folder}/${SUITE_FILE}`]
+  return names.flatMap((name) => {
+    if (name === 'support') return []
+    const path = `${folder}/${name}`
+    if (statSync(join(ROOT, path)).isDirectory()) return testFilesIn(path)
+    return name.endsWith('.test.ts') ? [path] : []
+  })
 }
 
 /**
- * The files of `store`'s pass; with `only`, those of them that it names (a file tap does
- * not list on its own, such as one of test/api/, runs in both passes).
+ * The files of `store`'s pass; with `only`, those of them that it names (a file of a folder
+ * that runs as one process is run alone, in the passes its folder runs in).
  */
-export function filesOf(store: Store, all: string[] = tapFiles(), only?: string[]): string[] {
-  const stale = [...ONCE, ...PGLITE_ONLY].filter((file) => !all.includes(file))
-  if (stale.length > 0) throw new Error(`the store matrix (test/setup/passes.ts) names files tap does not list: ${stale.join(', ')}`)
-  const candidates = only ?? all
-  return candidates.filter((file) => !PASSES[store].leaveOut.includes(file))
+export function filesOf(store: Store, only?: string[]): string[] {
+  const folders = PASSES[store].folders
+  if (only === undefined) return folders.flatMap(testFilesIn)
+  return only.filter((file) => folders.some((folder) => file.startsWith(folder + '/')))
 }
 
 /**
@@ -87,9 +64,9 @@ async function main(args: string[]): Promise<number> {
     process.stderr.write('usage: passes.ts pglite|postgres [--list] [test files] [tap options]\n')
     return 2
   }
-  const named = rest.filter((arg) => arg.endsWith('.test.ts')).map((arg) => relative(process.cwd(), resolve(arg)))
+  const named = rest.filter((arg) => arg.endsWith('.test.ts')).map((arg) => relative(ROOT, resolve(arg)))
   const options = rest.filter((arg) => !arg.endsWith('.test.ts') && arg !== '--list')
-  const files = filesOf(store, tapFiles(), named.length > 0 ? named : undefined)
+  const files = filesOf(store, named.length > 0 ? named : undefined)
   if (rest.includes('--list')) {
     process.stdout.write(files.map((file) => file + '\n').join(''))
     return 0

@@ -28,7 +28,7 @@ export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[]
 
 /**
  * Tools to treat as not installed and not installable, whatever the machine has: only the
- * setup's own test sets it (test/setup.test.ts), to walk the path of a machine that lacks them.
+ * setup's own test sets it (test/system/setup.test.ts), to walk the path of a machine that lacks them.
  */
 export const PRETEND_MISSING_VARIABLE = 'TEST_PRETEND_MISSING'
 

@@ -3,7 +3,7 @@
 // LOADED_MODULES_FILE), then, at exit, the CommonJS modules of require.cache and whether
 // anything registered a global OpenTelemetry tracer provider. Neither list alone is enough:
 // an ES module never enters require.cache, and a CommonJS module's own require()s never
-// reach an ES module loader hook. test/telemetry.test.ts reads the file.
+// reach an ES module loader hook. test/system/telemetry.test.ts reads the file.
 import { appendFileSync } from 'node:fs'
 import { createRequire, register } from 'node:module'
 

@@ -8,13 +8,16 @@ import t from 'tap'
  * their tests, and the suite is CPU-bound. Each file's import is a test of its own, so that
  * the root test lives until the last file has queued its tests; the files' tests then run
  * in file order, each on the nodes its file started, as they would alone. A file still runs
- * alone too: `TEST_STORE=pglite npx tap test/api/token.test.ts`. package.json's tap
- * `exclude` keeps such a directory out of the file list, so that no file runs twice.
+ * alone too: `TEST_STORE=pglite npx tap test/stores/api/token.test.ts`. A folder runs this
+ * way when it holds an `all.test.ts` that calls this; npm test then lists only that file of it.
  */
+/** The file that makes a folder one process: npm test runs it instead of the folder's other files (test/setup/passes.ts). */
+export const SUITE_FILE = 'all.test.ts'
+
 export function runTestFilesOf(dir: URL): void {
   // the default is per file; these are many files
   t.setTimeout(600_000)
-  const files = readdirSync(dir).filter((name) => name.endsWith('.test.ts')).sort()
+  const files = readdirSync(dir).filter((name) => name.endsWith('.test.ts') && name !== SUITE_FILE).sort()
   if (files.length === 0) throw new Error(`no test files in ${dir.pathname}`)
   for (const file of files) {
     t.test(new URL(file, dir).pathname.replace(/^.*\/test\//, 'test/'), async () => {
