@@ -1,9 +1,7 @@
-import { once } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import type { CommittedEvent, EventsRead } from '../store/store.js'
 import { encodeCursor, type Position } from './cursor.js'
-import { eventsAfter } from './backlog.js'
-import { createFairGate } from './fair-gate.js'
+import { createReplayer } from './replay.js'
 
 /**
  * The node's event streams (SPEC §8.2): one hub per node, one cursor (a store snapshot) for
@@ -74,10 +72,6 @@ const POLL_MS = 1000
 const PING_MS = 15_000
 const MAX_BUFFERED_BYTES = 1024 * 1024
 const STALL_MS = 30_000
-/** events per read of a resuming stream's backlog */
-const BACKLOG_PAGE = 500
-/** backlog reads at once on a node, whatever the number of streams replaying: the store's other connections (and cores) stay for the writes */
-const BACKLOG_READS = 1
 
 interface Member extends Subscription {
   secret: Buffer
@@ -115,12 +109,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const places = new Map<string, number>()
   let placesTaken = 0
   let joining: Joiner[] = []
-  let replays = 0
   let cursor: string | undefined
   let closed = false
   let queue: Promise<void> = Promise.resolve()
   let queuedRead: Promise<void> | undefined
-  const backlogReads = createFairGate(BACKLOG_READS)
+  const replayer = createReplayer({ store, logger, stallMs })
 
   const release = (companyId: string) => {
     const held = places.get(companyId)! - 1
@@ -200,7 +193,19 @@ export function createEventHub(options: EventHubOptions): EventHub {
     members.add(member)
     response.once('close', () => members.delete(member))
     if (resume === 'reset') write(member, 'event: reset\ndata: {}\n\n')
-    else if (resume !== undefined) void replay(member, resume, at)
+    else if (resume !== undefined) {
+      const stream = {
+        get companyId() { return member.companyId },
+        response,
+        get waiting() { return member.waiting },
+        set waiting(texts: string[] | undefined) { member.waiting = texts },
+        wanted: (event: CommittedEvent) => wanted(member, event),
+        text: (event: CommittedEvent, position: Position) => eventText(member, event, position),
+        write: (text: string) => write(member, text),
+        drop: () => drop(member),
+      }
+      void replayer.replay(stream, resume, at)
+    }
   }
 
   /** A read after every change already committed: a change arriving during one waits for the next. */
@@ -213,64 +218,6 @@ export function createEventHub(options: EventHubOptions): EventHub {
     queue = read.catch(() => {})
     queuedRead = read
     return read
-  }
-
-  /** Resolves once the client read what waits in its socket (or the stream ended): false when it did not within stallMs. */
-  async function readBy(member: Member): Promise<boolean> {
-    const { response } = member
-    if (!response.writableNeedDrain || response.destroyed) return true
-    const done = new AbortController()
-    const settled = (event: string) => once(response, event, { signal: done.signal }).then(() => true, () => false)
-    let timer: NodeJS.Timeout | undefined
-    const stalled = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), stallMs)))
-    const read = await Promise.race([settled('drain'), settled('close'), stalled])
-    clearTimeout(timer)
-    // the listeners of the events that did not come go with it
-    done.abort()
-    return read
-  }
-
-  /**
-   * The events after the client's cursor up to where the stream joined, a page at a time, or
-   * reset when they cannot all be had; then what arrived meanwhile, and the stream is live.
-   * Pages are read through the node's fair gate and written as the client reads them: memory
-   * stays a page, a socket buffer and the bounded wait.
-   */
-  async function replay(member: Member, resume: Position, upTo: string): Promise<void> {
-    member.waiting = []
-    replays++
-    const started = Date.now()
-    let replayed = 0
-    try {
-      for (let from = resume; ; ) {
-        const found = await backlogReads.run(member.companyId, () => eventsAfter(store.eventsSince, member.companyId, from, upTo, BACKLOG_PAGE))
-        if (member.response.destroyed || member.response.writableEnded) return
-        if (found.pruned) {
-          write(member, 'event: reset\ndata: {}\n\n')
-          break
-        }
-        // Not write(): a page may exceed the socket's bound; the wait below is this stream's bound.
-        for (const { event, position } of found.events) if (wanted(member, event)) member.response.write(eventText(member, event, position))
-        replayed += found.events.length
-        const last = found.events.at(-1)
-        if (found.complete || last === undefined) break
-        from = last.position
-        if (!(await readBy(member))) {
-          logger.warn({ companyId: member.companyId, replayed }, 'event stream: dropped while replaying its backlog, its client not reading')
-          return drop(member)
-        }
-      }
-      const waited = member.waiting
-      member.waiting = undefined
-      for (const text of waited) write(member, text)
-      if (replayed >= BACKLOG_PAGE) logger.info({ companyId: member.companyId, replayed, ms: Date.now() - started }, 'event stream: backlog replayed')
-    } catch (error) {
-      logger.warn({ err: error, companyId: member.companyId }, 'event stream: backlog could not be read (the client resumes from what it got)')
-      drop(member)
-    } finally {
-      member.waiting = undefined
-      replays--
-    }
   }
 
   const pollTimer = setInterval(() => {
@@ -316,7 +263,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       })
     },
     size: () => placesTaken,
-    replaying: () => replays,
+    replaying: () => replayer.replaying(),
     close() {
       closed = true
       clearInterval(pollTimer)
