@@ -1,7 +1,7 @@
 import { admin } from '../../../support/http-client.js'
 import type { Shape } from '../scenario.js'
-import { holdSessions, sessionsOpen, type HeldSession } from '../watch.js'
-import { company, tally, users, type Log, type ProbeResult } from './probe.js'
+import { holdSessions, SESSION_BOUND_MS, sessionsOpen, type HeldSession } from '../watch.js'
+import { company, everyNodeAcked, openAfterBound, publishes, tally, users, type Log, type ProbeResult } from './probe.js'
 
 /**
  * A session its chat server closes, with others beside it in its cohort's list (mutant
@@ -12,7 +12,8 @@ import { company, tally, users, type Log, type ProbeResult } from './probe.js'
  * on each node the last one opened is the head of the cohort's list with the three others
  * behind it. The chat server then closes the head, and the middle one of those left (each
  * has a session on either side). The company's tokens are then revoked (revoke-tokens), and
- * the moment it answers 200 every node is asked whether the two sessions still held are open.
+ * the moment it answers 200 every node is asked whether the two sessions still held are open
+ * (a node that acknowledged too late, on a busy machine, once the README's bound passed).
  *
  * Why the mutant is caught every time: it takes every session behind a closed one out of the
  * index with it. Both closes here have sessions behind them, on every node, by construction
@@ -36,15 +37,20 @@ export async function closedInCohort(s: Shape, log: Log): Promise<ProbeResult> {
   await sessions.closeEverywhere(held[1]!)
   const kept = [...held[0]!, ...held[2]!]
 
+  const before = await publishes(urls[0]!)
   const answer = await admin(urls[0]!, 'POST', `/admin/v1/companies/${companyId}/revoke-tokens`)
   if (answer.status !== 200) throw new Error(`revoke-tokens answered ${answer.status} ${JSON.stringify(answer.body)}`)
+  const [after, answers] = await Promise.all([publishes(urls[0]!), Promise.all(urls.map((url, i) => sessionsOpen(url, kept.filter((h) => h.node === i).map((h) => h.id))))])
+  // A node that acknowledged too late (a busy machine) is held to the README's bound instead.
+  const acked = everyNodeAcked(before, after)
+  if (!acked) log(`  closed-in-cohort: not every node acknowledged the revoke-tokens in time: its sessions checked ${SESSION_BOUND_MS} ms after it`)
   await Promise.all(
-    s.nodes.map(async (_, i) => {
-      const open = await sessionsOpen(urls[i]!, kept.filter((h) => h.node === i).map((h) => h.id))
+    answers.map(async (open, i) => {
       if (open === undefined) return
       p.checked(open.length)
-      const still = open.filter(Boolean).length
-      if (still) p.violation('session', `${still} session(s) on node-${i} still open right after the company's revoke-tokens answered 200 (each left beside a session its chat server closed)`, still)
+      const ids = kept.filter((h) => h.node === i).map((h) => h.id).filter((_, k) => open[k])
+      const still = ids.length === 0 ? 0 : acked ? ids.length : ((await openAfterBound(urls[i]!, ids)) ?? 0)
+      if (still) p.violation('session', `${still} session(s) on node-${i} still open ${acked ? 'right after' : `${SESSION_BOUND_MS} ms after`} the company's revoke-tokens answered 200 (each left beside a session its chat server closed)`, still)
     }),
   )
   return p.result()

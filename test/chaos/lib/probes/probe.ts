@@ -1,9 +1,10 @@
 import { forgeHs256, hs256Kid } from '../../../support/helpers.js'
 import { call, setupCompany } from '../../../support/http-client.js'
-import { waitFor } from '../../../support/poll.js'
+import { sleep, waitFor } from '../../../support/poll.js'
 import type { ByKind } from '../checks.js'
 import { issue, ready, verifyStatus, type Credentials } from '../http.js'
 import type { Shape } from '../scenario.js'
+import { SESSION_BOUND_MS, sessionsOpen, STREAM_LATE_LIMIT_MS, writtenOn } from '../watch.js'
 
 /**
  * A probe: a deterministic sequence aimed at one mechanism (ARCHITECTURE.md's table), run
@@ -79,3 +80,39 @@ export const revokeToken = (url: string, creds: Credentials, token: string) => c
 /** A token with the claims of `claims` (one issued by the nodes) but this jti and exp, signed with the nodes' key. */
 export const forge = (claims: Record<string, unknown>, jti: string, exp: number): string =>
   forgeHs256({ alg: 'HS256', typ: 'JWT', kid: hs256Kid() }, { ...claims, jti, iat: Math.min(Number(claims.iat), exp - 1), exp })
+
+/**
+ * The writer's publishes by outcome (chat_auth_bus_publishes_total), read before and after
+ * one write: `everyNodeAcked` tells whether that write answered with every node's
+ * acknowledgement. On a busy machine a node may acknowledge too late; the writer then answers
+ * once that node's lease ran out, and what the node does with the change is bound by the
+ * README (a session ends within a lease + a store read, an event is written once it reads the
+ * store), not due at the 200. The probes then check against those bounds, as the general
+ * load's checker does near a fault.
+ */
+export async function publishes(url: string): Promise<Map<string, number>> {
+  const answer = await call(url, 'GET', '/metrics').catch(() => undefined)
+  const counts = new Map<string, number>()
+  for (const line of String(answer?.body ?? '').split('\n')) {
+    const found = /^chat_auth_bus_publishes_total\{outcome="([a-z_]+)"\} (\d+)/.exec(line)
+    if (found) counts.set(found[1]!, Number(found[2]))
+  }
+  return counts
+}
+
+export function everyNodeAcked(before: Map<string, number>, after: Map<string, number>): boolean {
+  const moved = (outcome: string) => (after.get(outcome) ?? 0) - (before.get(outcome) ?? 0)
+  return moved('acked') > 0 && [...after.keys()].every((outcome) => outcome === 'acked' || moved(outcome) === 0)
+}
+
+/** How many of these sessions (on one node) are still open once SESSION_BOUND_MS passed; undefined: the node did not answer. */
+export async function openAfterBound(url: string, ids: string[]): Promise<number | undefined> {
+  await sleep(SESSION_BOUND_MS)
+  return (await sessionsOpen(url, ids))?.filter(Boolean).length
+}
+
+/** Whether the event `key` reaches the node's stream within STREAM_LATE_LIMIT_MS. */
+export async function writtenWithin(url: string, key: string): Promise<boolean> {
+  for (const end = Date.now() + STREAM_LATE_LIMIT_MS; Date.now() < end; await sleep(100)) if ((await writtenOn(url, key)) === true) return true
+  return false
+}

@@ -16,7 +16,7 @@ import { company, tally, users, warm, type Log, type ProbeResult } from './probe
  * called directly on the chaos database (src/store, as a writer that died right after its
  * commit would leave them): nothing is published. The probe waits until every node has
  * finished two reads of the change log while subscribed (chat_auth_bus_periodic_catch_ups_total,
- * not a time: the first may have begun before the commit), then presents the old tokens and
+ * counted from after the commits, not a time), then presents the old tokens and
  * the revoked ones to every node.
  *
  * Why the mutant is caught every time: its reads made while the node trusts its cache drop
@@ -37,7 +37,6 @@ export async function unpublishedCommit(s: Shape, log: Log): Promise<ProbeResult
   const invalidated = await users(s, creds, 'unpublished-user', INVALIDATED)
   const revoked = await users(s, creds, 'unpublished-holder', REVOKED)
   await warm(s, [...invalidated, ...revoked].map((u) => u.token))
-  const before = await Promise.all(s.nodes.map((node) => metric(node.url, PERIODIC, 'outcome="complete"')))
 
   // The dead writer: its own connection, the commits, and nothing else.
   const db = createPostgresDb(s.databaseUrl, { max: 1 })
@@ -52,9 +51,11 @@ export async function unpublishedCommit(s: Shape, log: Log): Promise<ProbeResult
   } finally {
     await db.close()
   }
+  // Counted from after the commits: the first read counted may have begun before them, the second began after it ended.
+  const after = await Promise.all(s.nodes.map((node) => metric(node.url, PERIODIC, 'outcome="complete"')))
   await Promise.all(
     s.nodes.map((node, i) =>
-      waitFor(`${node.name} to finish two reads of the change log while subscribed`, () => metric(node.url, PERIODIC, 'outcome="complete"'), { until: (n) => n !== undefined && n >= (before[i] ?? 0) + 2, timeoutMs: 30_000, everyMs: 20 }),
+      waitFor(`${node.name} to finish two reads of the change log while subscribed`, () => metric(node.url, PERIODIC, 'outcome="complete"'), { until: (n) => n !== undefined && n >= (after[i] ?? 0) + 2, timeoutMs: 60_000, everyMs: 20 }),
     ),
   )
   const trusted = await Promise.all(s.nodes.map((node) => ready(node.url)))
