@@ -8,7 +8,7 @@ import { claimsOf, get, jtiOf, oauthRevoke, REQUEST_TIMEOUT_MS, tokenVersion } f
 import type { CompanyRevocation, Invalidation, Records, Verification, Window } from './records.js'
 import type { Shape } from './scenario.js'
 import { holdSessions, watchStreams, type HeldSession } from './watch.js'
-import { FIRST_OF_EVERY_FIFTH, startChaosWebhookReceiver } from './webhook-receiver.js'
+import { startChaosWebhookReceiver } from './webhook-receiver.js'
 
 /**
  * The general load, under faults one after another (what it checks: checks.ts): ~20
@@ -62,7 +62,7 @@ export async function drive<S extends Shape>(s: S, faults: Array<Fault<S>>, log:
   const nodes = s.nodes.map((n) => n.url)
   const key = await setupCompany(nodes[0]!)
   const creds = { keyId: key.keyId, keySecret: key.keySecret }
-  const webhook = await startChaosWebhookReceiver(nodes[0]!, key.companyId, FIRST_OF_EVERY_FIFTH)
+  const webhook = await startChaosWebhookReceiver(nodes[0]!, key.companyId, 'first-of-every-fifth')
 
   // Every user, with a token of every version it has had (the driver keeps them all).
   const users: Array<{ id: string; tokens: Map<number, string>; latest: number }> = []

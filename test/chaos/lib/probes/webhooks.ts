@@ -1,5 +1,5 @@
 import type { Shape } from '../scenario.js'
-import { FIRST_OF_EACH, startChaosWebhookReceiver } from '../webhook-receiver.js'
+import { startChaosWebhookReceiver } from '../webhook-receiver.js'
 import { company, invalidate, tally, users, type Log, type ProbeResult } from './probe.js'
 
 /**
@@ -24,7 +24,7 @@ export async function webhookRetries(s: Shape, log: Log): Promise<ProbeResult> {
   const p = tally('webhook-retries', log)
   const node = s.nodes[0]!.url
   const { companyId, creds } = await company(s, 'Webhook Co')
-  const receiver = await startChaosWebhookReceiver(node, companyId, FIRST_OF_EACH)
+  const receiver = await startChaosWebhookReceiver(node, companyId, 'first-of-each')
   try {
     const members = await users(s, creds, 'webhook-user', EVENTS)
     const answers = await Promise.all(members.map((member, i) => invalidate(s.nodes[i % s.nodes.length]!.url, creds, member.userId)))
