@@ -8,7 +8,7 @@
  * its whole share of each node's streams (MAX_EVENT_STREAMS_PER_COMPANY), has 40 webhook
  * endpoints that take the connection and never answer, and keeps writing events for them.
  * Meanwhile company B invalidates its users through each node in turn. A violation is:
- * - an invalidation of B not answered 200 within 2 s;
+ * - an invalidation of B not answered 200 within ANSWER_WITHIN_MS;
  * - B's event not yet written to B's stream on some node when asked right after the 200
  *   (no fault is near: every node must have acknowledged);
  * - B's token from before the invalidation accepted by some node after the 200;
@@ -36,7 +36,12 @@ const SHARE = 4
 const HANGING_ENDPOINTS = 40
 const B_USERS = 10
 const DRIVE_MS = 20_000
-const ANSWER_WITHIN_MS = 2000
+/**
+ * B's answers must not wait for A's replays, which outlast the run: a node whose
+ * acknowledgement waits for them never answers in time (the request gives up after 10 s).
+ * A busy machine's node answered a first round in 3.7 s: the bound leaves that a margin.
+ */
+const ANSWER_WITHIN_MS = 8000
 const DELIVERED_WITHIN_MS = 10_000
 const LEASE_MS = 500
 /** how long A's replaying readers wait after each chunk: slower than any node writes */

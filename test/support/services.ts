@@ -50,7 +50,8 @@ export async function startRedis(): Promise<RedisServer> {
         if (!started.running()) throw new Error(`redis-server exited: ${started.output()}`)
         return pingReply(port)
       },
-      { until: (reply) => reply === 'PONG' },
+      // A 2-core machine busy with other work has taken over 15 s to start one (the chaos run's Redis restart).
+      { until: (reply) => reply === 'PONG', timeoutMs: 60_000 },
     )
   }
   await launch()

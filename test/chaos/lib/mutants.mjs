@@ -87,9 +87,14 @@ export function createMutant(name, config) {
         },
       },
     },
-    // (Sentinel) the primary is not checked with the sentinels.
+    // (Sentinel) the primary is not checked with the sentinels. Made to show: the nodes read
+    // the change log while subscribed every 30 s instead of every second, so that the
+    // staleness a split brain leaves lasts the whole window the vouching closes (until
+    // Sentinel demotes the old primary) instead of the one second that read would give it:
+    // its probe (probes/split-brain.ts) then sees it whatever the timing.
     'no-primary-check': {
       primaryWatch: () => (acted(), undefined),
+      catchUpEveryMs: 30_000,
     },
     // Revocations kept until exp + JWT_CLOCK_TOLERANCE only, as if every clock agreed with
     // the database's: the write finds nothing to keep once the database's clock passed
@@ -111,8 +116,9 @@ export function createMutant(name, config) {
     // The node acknowledges a change before the sessions it ends are aborted: the pipeline's
     // sessions step (change-pipeline.ts) has its promise dropped (sessions/sessions.ts returns
     // one while it re-reads a row whose sessions are open), so the ack no longer waits for it.
-    // Made to show: the reads of those rows take 200 ms (within the half lease a correct node
-    // may wait: 250 ms here), so that the abort comes after the writer answered rather than racing it.
+    // Made to show: the reads of those rows take 0.4 lease (within the half lease a correct
+    // node may wait before it ends the sessions unread), so that the abort comes after the
+    // writer answered rather than racing it; its run gives the nodes a long lease.
     'acks-before-sessions': {
       changeSteps: (steps) => ({
         ...steps,
@@ -128,14 +134,15 @@ export function createMutant(name, config) {
         },
       }),
       store: (store) => {
-        const slow = (read) => async (ids) => (await new Promise((resolve) => setTimeout(resolve, 200)), read(ids))
+        const slow = (read) => async (ids) => (await new Promise((resolve) => setTimeout(resolve, config.leaseMs * 0.4)), read(ids))
         return { ...store, getUsers: slow(store.getUsers), getCompanyStates: slow(store.getCompanyStates), getAgents: slow(store.getAgents) }
       },
     },
     // The pipeline reordered (change-pipeline.ts): the caches step runs last, once the steps
     // the acknowledgement waits for have settled and the acknowledgement is on its way, instead
-    // of first. Made to show: it runs 100 ms after them, so that a verification right after the
-    // writer's 200 still meets the old state in this node's cache.
+    // of first. Made to show: it runs 0.4 lease after them, so that a verification right after
+    // the writer's 200 still meets the old state in this node's cache; its run gives the nodes
+    // a long lease.
     'caches-after-acknowledgement': {
       changeSteps: (steps) => ({
         ...steps,
@@ -143,14 +150,14 @@ export function createMutant(name, config) {
           ...steps.caches,
           apply(change) {
             acted()
-            setTimeout(() => steps.caches.apply(change), 100)
+            setTimeout(() => steps.caches.apply(change), config.leaseMs * 0.4)
           },
         },
       }),
     },
     // The node acknowledges a change before its events are written to the open event streams:
     // the hub's promise (stream/hub.ts onChange) is dropped. Made to show: the stream's reads of
-    // new events take 200 ms (within the half lease a correct node may wait: 250 ms here).
+    // new events take 0.4 lease (within the half lease, as above); its run gives the nodes a long lease.
     'acks-before-stream-writes': {
       eventHub: (hub) => ({
         ...hub,
@@ -162,7 +169,7 @@ export function createMutant(name, config) {
           return undefined
         },
       }),
-      store: (store) => ({ ...store, eventsSince: async (...args) => (await new Promise((resolve) => setTimeout(resolve, 200)), store.eventsSince(...args)) }),
+      store: (store) => ({ ...store, eventsSince: async (...args) => (await new Promise((resolve) => setTimeout(resolve, config.leaseMs * 0.4)), store.eventsSince(...args)) }),
     },
     // The node acknowledges a change only once no event stream is replaying a backlog: the
     // acknowledgement waits for another stream's catch-up again, as the hub did before issue 40
