@@ -32,7 +32,9 @@ export async function consoleRoutes(fastify: FastifyInstance, options: ConsoleRo
     // the same as frame-ancestors 'none', for browsers that only know this header
     frameguard: { action: 'deny' },
   })
-  await fastify.register(fastifyCookie, { hook: false })
+  // 'onRequest', not false: @fastify/cookie 11.1.0 writes the cookies setCookie queued only
+  // from the onSend hook it adds with a request hook (false leaves sign-in without Set-Cookie)
+  await fastify.register(fastifyCookie, { hook: 'onRequest' })
   await fastify.register(consoleSessionRoutes, options)
   // The page's relative asset paths resolve below /console/, not beside it.
   fastify.get('/console', { schema: { hide: true } }, async (_request, reply) => reply.redirect(CONSOLE_PATH, 308))
