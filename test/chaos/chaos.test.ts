@@ -9,6 +9,7 @@ import { closedInCohort } from './lib/probes/cohort.js'
 import { revocationsWhileLoading } from './lib/probes/filter-load.js'
 import { missedMessages } from './lib/probes/missed-messages.js'
 import { revokedPastExp } from './lib/probes/past-exp.js'
+import { receiptsHold } from './lib/probes/receipts.js'
 import type { Log, ProbeResult } from './lib/probes/probe.js'
 import { splitBrainWrites } from './lib/probes/split-brain.js'
 import { unpublishedCommit } from './lib/probes/unpublished-commit.js'
@@ -30,7 +31,7 @@ import { chaosServices, setUp, setUpSentinel, tearDown, type Scenario } from './
  */
 const services = chaosServices(t)
 
-const PROBES: Array<(s: Scenario, log: Log) => Promise<ProbeResult>> = [missedMessages, unpublishedCommit, revocationsWhileLoading, revokedPastExp, afterAcknowledgement, closedInCohort, webhookRetries]
+const PROBES: Array<(s: Scenario, log: Log) => Promise<ProbeResult>> = [missedMessages, unpublishedCommit, revocationsWhileLoading, revokedPastExp, afterAcknowledgement, closedInCohort, webhookRetries, receiptsHold]
 
 /** The load did run, and found nothing. */
 function loadRan(t: Test, result: Result, faults: number): void {

@@ -47,7 +47,7 @@ t.test('records with nothing wrong in them: no violation', async (t) => {
   r.streams.findings.push({ node: 0, what: 'y', end: 5500, writtenAtAnswer: false, askedIn: 5, writtenLate: 300 }) // near a fault, written later
   const result = check(r, quiet)
   t.equal(result.violations, 0)
-  t.same(result.byKind, { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: 0 })
+  t.same(result.byKind, { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: 0, receipt: 0 })
   t.equal(result.sessions.openNearFault, 1)
   t.equal(result.stream.late, 1)
 })
@@ -73,7 +73,7 @@ t.test('each kind of violation is counted', async (t) => {
   )
   r.webhooks = { ...r.webhooks, accepted: 1, missing: 2, missingIds: ['7', '8'] }
   const result = check(r, quiet)
-  t.same(result.byKind, { version: 2, jti: 1, company: 1, session: 2, stream: 2, webhook: 2 })
+  t.same(result.byKind, { version: 2, jti: 1, company: 1, session: 2, stream: 2, webhook: 2, receipt: 0 })
   t.equal(result.violations, 11, 'and the answer naming another version')
   t.same([result.sessions.strictViolations, result.sessions.boundViolations], [1, 1])
   t.same([result.stream.strictViolations, result.stream.lostViolations], [1, 1])

@@ -6,6 +6,7 @@ import { closedInCohort } from './lib/probes/cohort.js'
 import { revocationsWhileLoading } from './lib/probes/filter-load.js'
 import { missedMessages } from './lib/probes/missed-messages.js'
 import { revokedPastExp } from './lib/probes/past-exp.js'
+import { receiptsHold } from './lib/probes/receipts.js'
 import type { Kind, Log, ProbeResult } from './lib/probes/probe.js'
 import { splitBrainWrites } from './lib/probes/split-brain.js'
 import { unpublishedCommit } from './lib/probes/unpublished-commit.js'
@@ -28,7 +29,9 @@ const services = chaosServices(t)
  * The mutants that acknowledge a change before one step of it ran make that step take 0.4
  * lease (lib/mutants.mjs): a lease of 4 s makes that 1.6 s, far longer than the questions a
  * probe asks right after a 200 take on a busy machine, and still within the half lease a
- * correct node may take to acknowledge.
+ * correct node may take to acknowledge. The receipt mutant that answers before the acks
+ * needs it too: a node cut off from Redis trusts its cache for about 3 s of it (the last pong,
+ * a quarter lease before the cut, plus a lease), so it still accepts the old token when asked.
  */
 const LONG_LEASE_MS = 4000
 /**
@@ -50,6 +53,8 @@ const PLAIN: Array<{ mutant: Mutant; what: string; probe: (s: Scenario, log: Log
   { mutant: 'acks-before-stream-writes', what: 'with nodes that acknowledge a change before writing its events to their streams', probe: afterAcknowledgement, kinds: ['stream'], leaseMs: LONG_LEASE_MS },
   { mutant: 'webhook-failures-recorded-delivered', what: 'with webhook attempts that failed recorded as delivered', probe: webhookRetries, kinds: ['webhook'] },
   { mutant: 'caches-after-acknowledgement', what: "with the change pipeline reordered: a node's caches updated after it acknowledged", probe: afterAcknowledgement, kinds: ['version', 'jti'], leaseMs: LONG_LEASE_MS },
+  { mutant: 'receipt-claims-every-node', what: 'with receipts that list every node as acknowledged before it did', probe: receiptsHold, kinds: ['receipt'], leaseMs: LONG_LEASE_MS },
+  { mutant: 'receipt-leaves-out-unacknowledged', what: 'with receipts that leave out the nodes that did not acknowledge', probe: receiptsHold, kinds: ['receipt'] },
 ]
 
 const found = (result: ProbeResult, kinds: Kind[]) => kinds.reduce((sum, kind) => sum + result.byKind[kind], 0)

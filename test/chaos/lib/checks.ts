@@ -25,6 +25,8 @@ export interface ByKind {
   session: number
   stream: number
   webhook: number
+  /** a receipt that names a node as acknowledged that had not applied the change, or leaves a live node out (probes/receipts.ts) */
+  receipt: number
 }
 
 export interface Result {
@@ -88,7 +90,7 @@ export function check(r: Records, log: (line: string) => void): Result {
   }
   const at = (time: number) => `${((time - loadStarted) / 1000).toFixed(3)} s`
   let violations = r.webhooks.missing
-  const byKind: ByKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: r.webhooks.missing }
+  const byKind: ByKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: r.webhooks.missing, receipt: 0 }
   const examples: string[] = []
   for (const id of r.webhooks.missingIds.slice(0, 3)) examples.push(`event ${id} of the first company never reached its webhook receiver within ${r.webhookDrainMs} ms of the load's end`)
   // The company revokes that had answered before `start`, by answer time: the latest one

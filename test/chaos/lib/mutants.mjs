@@ -224,6 +224,38 @@ export function createMutant(name, config) {
         }
       },
     },
+    // The writer answers without waiting for the acknowledgements, with a receipt that lists
+    // every node the registry holds live as acknowledged (bus/bus.ts `Receipt`): a node
+    // reported as acknowledged before it did. The change still goes out behind the answer.
+    'receipt-claims-every-node': {
+      bus: (inner) => {
+        let changes = 0
+        return {
+          ...inner,
+          async publish(change) {
+            const startedAt = Date.now()
+            inner.publish(change).catch(() => {})
+            const live = await inner.board.statuses()
+            acted()
+            const afterMs = Date.now() - startedAt
+            return { changeId: `${inner.nodeId}.early.${++changes}`, outcome: 'acknowledged', nodes: live.map(({ nodeId }) => ({ nodeId, ackedAfterMs: afterMs, sessionsEnded: 0 })) }
+          },
+        }
+      },
+    },
+    // The receipt lists only the nodes that acknowledged: a node whose lease the writer
+    // waited out (live, registered, listed with null) is left out.
+    'receipt-leaves-out-unacknowledged': {
+      bus: (inner) => ({
+        ...inner,
+        async publish(change) {
+          const receipt = await inner.publish(change)
+          const nodes = receipt.nodes.filter((node) => node.ackedAfterMs !== null)
+          if (nodes.length < receipt.nodes.length) acted()
+          return { ...receipt, nodes }
+        },
+      }),
+    },
   }
   const chosen = mutants[name]
   if (!chosen) throw new Error(`name a mutant: ${Object.keys(mutants).join(', ')}`)
@@ -232,4 +264,4 @@ export function createMutant(name, config) {
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays', 'caches-after-acknowledgement']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays', 'caches-after-acknowledgement', 'receipt-claims-every-node', 'receipt-leaves-out-unacknowledged']

@@ -28,7 +28,7 @@ export type Log = (line: string) => void
 
 /** Counts a probe's checks and violations; `result()` logs the summary line the run's tables are made of. */
 export function tally(name: string, log: Log) {
-  const byKind: ByKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: 0 }
+  const byKind: ByKind = { version: 0, jti: 0, company: 0, session: 0, stream: 0, webhook: 0, receipt: 0 }
   const examples: string[] = []
   let checked = 0
   let violations = 0
