@@ -39,7 +39,7 @@ if (STORE !== 'pglite') {
     // tsc run.
     const dir = mkdtempSync(join(tmpdir(), 'chat-auth-npm-start-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    for (const entry of ['package.json', 'tsconfig.json', 'src', 'bench', 'migrations', 'test/support', 'dist']) cpSync(join(root, entry), join(dir, entry), { recursive: true })
+    for (const entry of ['package.json', 'tsconfig.json', 'src', 'console', 'bench', 'migrations', 'test/support', 'dist']) cpSync(join(root, entry), join(dir, entry), { recursive: true })
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
 
     const port = await freePort()

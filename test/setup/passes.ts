@@ -76,7 +76,10 @@ async function main(args: string[]): Promise<number> {
     process.stdout.write(`no file of the ${store} pass among ${named.join(', ')}\n`)
     return 0
   }
-  const tap = spawn('tap', [`--jobs=${PASSES[store].jobs}`, ...options, ...files], { stdio: 'inherit', env: { ...process.env, TEST_STORE: store } })
+  // TAP_TIMEOUT bounds tap's own runner (30 s by default) until it has started the files:
+  // on a busy machine its start alone took longer, and it then killed the pass with SIGALRM.
+  // Each file keeps tap's "timeout" of package.json (or its own t.setTimeout).
+  const tap = spawn('tap', [`--jobs=${PASSES[store].jobs}`, ...options, ...files], { stdio: 'inherit', env: { ...process.env, TEST_STORE: store, TAP_TIMEOUT: process.env.TAP_TIMEOUT ?? '0' } })
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => tap.kill(signal))
   return new Promise((resolve) => tap.on('close', (code) => resolve(code ?? 1)))
 }
