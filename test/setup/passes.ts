@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { SUITE_FILE } from '../support/suite.js'
 
 /**
  * Which tests `npm test` runs, and in which of its two passes (one per store, `TEST_STORE`,
@@ -20,6 +19,13 @@ import { SUITE_FILE } from '../support/suite.js'
  * file of it is listed. `support/` folders hold no tests.
  */
 export type Store = 'pglite' | 'postgres'
+
+/**
+ * The file that makes a folder one process (test/support/suite.ts). Declared here, not
+ * imported from there: that module loads tap, whose root test would then live in this
+ * process too and, 30 s in, end it with SIGALRM while the pass still runs.
+ */
+export const SUITE_FILE = 'all.test.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -76,10 +82,7 @@ async function main(args: string[]): Promise<number> {
     process.stdout.write(`no file of the ${store} pass among ${named.join(', ')}\n`)
     return 0
   }
-  // TAP_TIMEOUT bounds tap's own runner (30 s by default) until it has started the files:
-  // on a busy machine its start alone took longer, and it then killed the pass with SIGALRM.
-  // Each file keeps tap's "timeout" of package.json (or its own t.setTimeout).
-  const tap = spawn('tap', [`--jobs=${PASSES[store].jobs}`, ...options, ...files], { stdio: 'inherit', env: { ...process.env, TEST_STORE: store, TAP_TIMEOUT: process.env.TAP_TIMEOUT ?? '0' } })
+  const tap = spawn('tap', [`--jobs=${PASSES[store].jobs}`, ...options, ...files], { stdio: 'inherit', env: { ...process.env, TEST_STORE: store } })
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => tap.kill(signal))
   return new Promise((resolve) => tap.on('close', (code) => resolve(code ?? 1)))
 }

@@ -120,7 +120,7 @@ t.test("the live revocation guide's plugin example lets the process exit once th
   const script = `
     import Fastify from 'fastify'
 import { pino } from 'pino'
-    import { chatAuthPlugin, loadConfig } from '../dist/src/index.js'
+    import { chatAuthPlugin, loadConfig } from './dist/src/index.js'
     const config = loadConfig()
     const app = Fastify({ pluginTimeout: 120_000 }) // (the guide's Fastify(), with room for a busy test machine)
     await app.register(chatAuthPlugin, { config })

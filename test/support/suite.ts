@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
+import { SUITE_FILE } from '../setup/passes.js'
 
 /**
  * Runs every `*.test.ts` of `dir` in this one process. A test file on its own pays for a
@@ -11,8 +12,6 @@ import t from 'tap'
  * alone too: `TEST_STORE=pglite npx tap test/stores/api/token.test.ts`. A folder runs this
  * way when it holds an `all.test.ts` that calls this; npm test then lists only that file of it.
  */
-/** The file that makes a folder one process: npm test runs it instead of the folder's other files (test/setup/passes.ts). */
-export const SUITE_FILE = 'all.test.ts'
 
 export function runTestFilesOf(dir: URL): void {
   // the default is per file; these are many files

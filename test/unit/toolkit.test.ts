@@ -1,6 +1,10 @@
 import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { waitFor } from '../support/poll.js'
 import { freePort } from '../support/ports.js'
@@ -49,4 +53,21 @@ t.test('a process a test spawns does not carry tap\'s process tracker (support/u
   const child = spawnSync(process.execPath, ['-p', 'process.env.NODE_OPTIONS ?? ""'], { encoding: 'utf8' })
   t.equal(child.status, 0)
   t.notMatch(child.stdout, /@tapjs\/processinfo/, `NODE_OPTIONS of the child: ${child.stdout.trim()}`)
+})
+
+t.test("npm test's own processes do not load tap: its root test would end them with SIGALRM 30 s in", async (t) => {
+  // npm-test.ts and passes.ts run the passes for minutes; tap belongs only in the test files.
+  const dir = mkdtempSync(join(tmpdir(), 'chat-auth-loaded-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'modules.txt')
+  const setup = ['not-run', 'passes', 'prepare', 'side-by-side'].map((name) => `await import('./test/setup/${name}.ts')`).join(';')
+  const child = spawnSync(process.execPath, ['--import=tsx', '--import=./test/support/loaded-modules.mjs', '--input-type=module', '-e', setup], {
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    env: { PATH: process.env.PATH, LOADED_MODULES_FILE: file },
+    encoding: 'utf8',
+  })
+  t.equal(child.status, 0, child.stderr)
+  const loaded = readFileSync(file, 'utf8').split('\n')
+  t.ok(loaded.some((line) => line.includes('test/setup/passes.ts')), 'the record lists the setup modules')
+  t.strictSame(loaded.filter((line) => /node_modules\/(tap|@tapjs\/core)\//.test(line)), [], 'no module of tap')
 })
