@@ -26,7 +26,7 @@ const TokenResponse = Type.Object({
 
 /**
  * The 200 body of TokenResponse, written out: the very characters, in the same order, that
- * the route's serialiser wrote (test/stores/api/token.test.ts holds them to JSON.stringify's), in
+ * the route's serialiser wrote (test/stores/api/tokens/token.test.ts holds them to JSON.stringify's), in
  * ~0.5 µs where the serialiser took ~1.7, most of it scanning the token for characters to
  * escape. Written as they are: the token, the JWS compact serialisation the keyring signs
  * (base64url and dots), and the ids, UUIDs from the store's uuid columns. The customer's

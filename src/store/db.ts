@@ -67,6 +67,8 @@ export interface PostgresDbOptions {
   onPoolError?: (error: Error) => void
   /** false: every statement unnamed (a pooler in transaction mode that cannot keep them); default true */
   preparedStatements?: boolean
+  /** how long an unused connection stays open (default 30 s) */
+  idleTimeoutMs?: number
 }
 
 export function createPostgresDb(connectionString: string, options: PostgresDbOptions = {}): Db {
@@ -76,7 +78,7 @@ export function createPostgresDb(connectionString: string, options: PostgresDbOp
     connectionTimeoutMillis: 2000,
     // A request must never hang on a database that stopped answering: it gets a 503.
     query_timeout: options.statementTimeoutMs ?? 5000,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
     keepAlive: true,
   })
   // An idle client losing its connection must not crash the process; the next query

@@ -6,7 +6,7 @@ import { Failures } from './failures.js'
  * npm scripts side by side. `npm test` runs its build and tap's plugin build this way, then
  * its two passes. The suite is CPU-bound on a small machine, and one pass alone leaves a
  * core idle whenever its files wait (on a lease, a drain, a failover) or one of them runs
- * long (test/stores/api/all.test.ts): the other pass's files use it. Each script runs as it would
+ * long (an all.test.ts of test/stores/api/): the other pass's files use it. Each script runs as it would
  * alone, with `args` after `--`; its lines are printed as they come, each after the
  * script's name, then one line per script with its exit and time, and last the failed tests
  * of each script that failed (failures.ts), so that the tail of a long run names them.

@@ -38,8 +38,9 @@ async function freshDb(t: Teardown): Promise<{ db: Db; env: Record<string, strin
   if (STORE === 'pglite') return { db: await emptyPglite(t), env: { DATA_DIR: 'memory://' } }
   const url = await freshPostgresDatabase(t)
   // In-process test folders keep every file's nodes open until the folder's last test (see
-  // suite.ts): a few connections each keep the pass within PostgreSQL's default 100.
-  const db = createPostgresDb(url, { max: 4 })
+  // suite.ts): a few connections each, closed a second after their last use, keep the pass
+  // (three such folders side by side, and the system tests) within PostgreSQL's default 100.
+  const db = createPostgresDb(url, { max: 4, idleTimeoutMs: 1000 })
   t.teardown(() => db.close())
   return { db, env: { DATABASE_URL: url } }
 }

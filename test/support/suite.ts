@@ -9,7 +9,7 @@ import { SUITE_FILE } from '../setup/passes.js'
  * their tests, and the suite is CPU-bound. Each file's import is a test of its own, so that
  * the root test lives until the last file has queued its tests; the files' tests then run
  * in file order, each on the nodes its file started, as they would alone. A file still runs
- * alone too: `TEST_STORE=pglite npx tap test/stores/api/token.test.ts`. A folder runs this
+ * alone too: `TEST_STORE=pglite npx tap test/stores/api/tokens/token.test.ts`. A folder runs this
  * way when it holds an `all.test.ts` that calls this; npm test then lists only that file of it.
  */
 

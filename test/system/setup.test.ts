@@ -47,10 +47,10 @@ t.test('the folder a test is in says how it runs: both stores, once on PostgreSQ
   t.notOk([...pglite, ...postgres].some((file) => /\/support\//.test(file)), 'support/ holds no test')
   t.notOk([...pglite, ...postgres].some((file) => /^test\/(chaos|slow)\//.test(file)), 'the chaos run and the slow tests are not in npm test')
   // A folder with an all.test.ts is one process: that file alone is listed.
-  t.ok(pglite.includes('test/stores/api/all.test.ts') && !pglite.includes('test/stores/api/token.test.ts'), 'test/stores/api/ as one process')
+  t.ok(pglite.includes('test/stores/api/tokens/all.test.ts') && !pglite.includes('test/stores/api/tokens/token.test.ts'), 'test/stores/api/tokens/ as one process')
   t.ok(postgres.includes('test/unit/all.test.ts') && !postgres.some((file) => file.startsWith('test/unit/') && file !== 'test/unit/all.test.ts'), 'test/unit/ as one process')
   t.same(filesOf('postgres', ['test/system/docs-page.test.ts', 'test/embedded/lifecycle.test.ts']), ['test/system/docs-page.test.ts'], 'named files: those of the pass')
-  t.same(filesOf('pglite', ['test/stores/api/token.test.ts']), ['test/stores/api/token.test.ts'], 'a file of a folder run as one: alone, in the passes of its folder')
+  t.same(filesOf('pglite', ['test/stores/api/tokens/token.test.ts']), ['test/stores/api/tokens/token.test.ts'], 'a file of a folder run as one: alone, in the passes of its folder')
   // Every test file of the repository is in a pass or in a folder run apart.
   const listed = new Set([...pglite, ...postgres])
   const suites = [...listed].filter((file) => file.endsWith('/all.test.ts')).map((file) => file.slice(0, -'all.test.ts'.length))

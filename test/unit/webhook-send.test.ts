@@ -8,7 +8,7 @@ import { startWebhookReceiver } from '../support/webhook-receiver.js'
  * One attempt's destination check (src/webhooks/send.ts): the name is resolved once, every
  * address it resolved to is checked, and the connection goes to the address checked, not
  * to whatever a second resolution would answer (DNS rebinding: public when checked,
- * internal when connected). The resolver is injected here; test/stores/api/webhook-destinations
+ * internal when connected). The resolver is injected here; test/stores/api/admin/webhook-destinations
  * makes the same check through the system's resolver.
  */
 const endpoint = (url: string) => ({ url, secret: 'whsec_' + Buffer.alloc(32, 9).toString('base64') })

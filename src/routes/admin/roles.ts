@@ -13,7 +13,7 @@ const has = (body: unknown, field: string): boolean => typeof body === 'object' 
  * `METHOD /admin/v1/path/:param` as it is registered. `viewer`: every read but the operators
  * (SPEC §10.1 names their listing admin's); `operator`: also revocations, (de)activation of
  * users and agents, and redelivery; `admin`: everything. A route missing here is refused to
- * every caller (403): test/stores/api/roles.test.ts fails when one is.
+ * every caller (403): test/stores/api/admin/roles.test.ts fails when one is.
  */
 export const ROUTE_ROLES: Record<string, Needs> = {
   'GET /admin/v1/companies': 'viewer',
