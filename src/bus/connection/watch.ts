@@ -13,8 +13,6 @@ export interface WatchOptions {
   /** the primary (or the slot's master) a majority names changed: what the caches hold may predate what is published there */
   onPrimaryChanged(address: string | undefined): void
   onError(error: Error): void
-  /** wraps the watch the connection calls for (a test's; undefined: no watch at all) */
-  wrap?: ((watch: PrimaryWatch) => PrimaryWatch | undefined) | undefined
 }
 
 /**
@@ -25,6 +23,5 @@ export interface WatchOptions {
 export function createWatch(connection: RedisConnection, options: WatchOptions): PrimaryWatch | undefined {
   if (connection.kind === 'url') return undefined
   const common = { leaseMs: options.leaseMs, queryTimeoutMs: options.leaseMs, now: options.now, onPrimaryChanged: options.onPrimaryChanged, onError: options.onError }
-  const made = connection.kind === 'sentinel' ? createSentinelWatch({ connection, ...common }) : createClusterWatch({ connection, slotKey: options.slotKey, ...common })
-  return options.wrap ? options.wrap(made) : made
+  return connection.kind === 'sentinel' ? createSentinelWatch({ connection, ...common }) : createClusterWatch({ connection, slotKey: options.slotKey, ...common })
 }

@@ -20,6 +20,8 @@ export type Mutant =
   | 'webhook-failures-recorded-delivered'
   | 'acks-wait-for-replays'
   | 'caches-after-acknowledgement'
+  | 'no-cluster-watch'
+  | 'ignores-slot-left'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 export async function startChaosNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {

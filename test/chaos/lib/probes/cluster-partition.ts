@@ -1,0 +1,100 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from '../../../support/poll.js'
+import type { ClusterSet } from '../../../support/redis-cluster.js'
+import { untilReplica } from '../cluster-faults.js'
+import type { ClusterScenario } from '../cluster-scenario.js'
+import { verifyStatus } from '../http.js'
+import { company, invalidate, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+
+/**
+ * A split brain on a Redis Cluster (mutant `no-cluster-watch`): a node trusts its cache only
+ * while a majority of the cluster's nodes names the master its subscriber is on as the
+ * holder of the bus's slot, leaves a master they no longer name, and a writer confirms the
+ * server that took its publish is that master.
+ *
+ * Every node caches users. Then the bus slot's master P is cut off from the rest of the
+ * cluster (its cluster bus dropped) while the nodes still reach it, and its
+ * cluster-node-timeout is raised first, so that P, slow to notice it is alone, keeps taking
+ * the nodes' writes for the whole probe instead of for a second — as a master does that has
+ * not noticed yet. The others fail it over to its replica R. One node's connections on P are
+ * closed, so that it reconnects to R (where a majority of the cluster now says the slot is),
+ * while the others stay on P. Users are then invalidated through each node in turn, and the
+ * moment each write answers 200 — and once more a second later — the old token is presented
+ * to every node.
+ *
+ * Why the mutant is caught every time: its nodes never ask the majority, so the two sides
+ * each keep trusting their own master. A write on either side answers 200 once the other
+ * side's nodes (in its master's registry, replicated before the cut) have let their lease
+ * run out unanswered — but those nodes never stop trusting: their own master still answers
+ * their PINGs and takes their registrations. They keep the user at its old version until they
+ * next read the change log, which the mutant makes rare (30 s). Safe nodes leave P as soon
+ * as the majority names R; a node still on P does not vouch for its cache, and a write
+ * through it is not confirmed (503).
+ */
+const PER_NODE = 2
+/** P's cluster-node-timeout during the probe: it does not notice it is alone before the probe ends. */
+const SLOW_TIMEOUT_MS = 120_000
+
+/** Closes every connection of one node (the first subscriber listed) on the server at `port`; that node's bus id. */
+async function moveOneNode(cluster: ClusterSet, port: number): Promise<string | undefined> {
+  const client = await cluster.client(port)
+  const list = ((await client.client('LIST')) as string).split('\n')
+  const nodeId = list.map((l) => / name=[^ ]*:sub:([0-9a-f]+)/.exec(l)?.[1]).find((id) => id !== undefined)
+  if (nodeId === undefined) return undefined
+  for (const line of list.filter((l) => l.includes(`:${nodeId} `))) await client.client('KILL', 'ID', line.match(/\bid=(\d+)/)![1]!).catch(() => {})
+  return nodeId
+}
+
+export async function clusterPartition(s: ClusterScenario, log: Log): Promise<ProbeResult> {
+  const p = tally('cluster-partition', log)
+  const { creds } = await company(s, 'Cluster Partition Co')
+  const members = await users(s, creds, 'partition-user', PER_NODE * s.nodes.length)
+  await warm(s, members.map((m) => m.token))
+
+  const former = await s.cluster.ownerOf(s.slot)
+  const formerClient = await s.cluster.client(former)
+  const timeout = ((await formerClient.config('GET', 'cluster-node-timeout')) as string[])[1]!
+  await formerClient.config('SET', 'cluster-node-timeout', String(SLOW_TIMEOUT_MS))
+  let healed = false
+  try {
+    const { owner, heal } = await s.cluster.partitionOwner(s.slot, 60_000)
+    try {
+      const moved = await moveOneNode(s.cluster, former)
+      if (moved !== undefined) await waitFor(`the moved node (${moved}) to subscribe on the new master`, async () => String(await (await s.cluster.client(owner)).client('LIST')), { until: (list) => list.includes(`:sub:${moved}`), timeoutMs: 15_000, everyMs: 20 })
+      const onFormer = async () => ((await formerClient.client('LIST')) as string).split('\n').filter((l) => /:sub:/.test(l)).length
+      const stayed = await onFormer()
+      log(`  cluster-partition: ${former} cut off, ${owner} took the slot; ${moved === undefined ? 'no node was left on the former master' : `one node moved to ${owner}`}, ${stayed} subscriber(s) still on ${former}`)
+
+      const written: Array<{ token: string; what: string }> = []
+      const present = async (token: string, what: string) => {
+        const statuses = await Promise.all(s.nodes.map((node) => verifyStatus(node.port, token)))
+        for (const [i, status] of statuses.entries()) {
+          if (status === 0) continue
+          p.checked()
+          if (status === 200) p.violation('version', `node-${i} accepted the token of ${what}`)
+        }
+      }
+      const outcomes: string[] = []
+      for (const [k, member] of members.entries()) {
+        const writer = k % s.nodes.length
+        const answer = await invalidate(s.nodes[writer]!.url, creds, member.userId)
+        outcomes.push(`node-${writer} ${answer.status}`)
+        if (answer.status !== 200) continue
+        const what = `partition-user-${k} from before its invalidation through node-${writer}`
+        written.push({ token: member.token, what })
+        await present(member.token, `${what}, right after it answered 200`)
+      }
+      await sleep(1000)
+      for (const { token, what } of written) await present(token, `${what}, a second after it answered 200`)
+      log(`  cluster-partition: the writes answered: ${outcomes.join(', ')}`)
+    } finally {
+      await formerClient.config('SET', 'cluster-node-timeout', timeout).catch(() => {})
+      await heal()
+      healed = true
+    }
+  } finally {
+    if (!healed) await formerClient.config('SET', 'cluster-node-timeout', timeout).catch(() => {})
+  }
+  await untilReplica(s.cluster, former)
+  return p.result()
+}

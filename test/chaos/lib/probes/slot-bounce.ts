@@ -1,0 +1,139 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Redis } from 'ioredis'
+import { waitFor } from '../../../support/poll.js'
+import type { ClusterSet } from '../../../support/redis-cluster.js'
+import type { ClusterScenario } from '../cluster-scenario.js'
+import { ready, verifyStatus } from '../http.js'
+import { call } from '../../../support/http-client.js'
+import { company, invalidate, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+
+/**
+ * The bus's slot leaves its master and comes back (mutant `ignores-slot-left`): Redis 7.0
+ * drops a shard subscriber's subscription itself when the slot leaves its server (an
+ * unrequested SUNSUBSCRIBE); the node's subscriber gives such a connection up, and its next
+ * one goes to the slot's master.
+ *
+ * Every node caches users. Then the slot is migrated from its master P to another master Q
+ * and straight back, with its keys, telling only P and Q: it is gone and back within a few
+ * milliseconds, before a majority of the cluster could name Q, so the nodes' watches never
+ * move them off P — P holds the slot again, at a new config epoch, and still has the nodes'
+ * connections, registrations and PINGs. Once the whole cluster names P again and every node
+ * vouches for its cache, users are invalidated through each node in turn, and the old token
+ * is presented to every node the moment each write answers 200 and once more a second later.
+ *
+ * Why the mutant is caught every time: P unsubscribed every node when the slot left it. A
+ * node that ignores that keeps its connection, whose PINGs P still answers, so its lease
+ * goes on while no message reaches it — the watch names P, the server it is connected to,
+ * and its registration is on P too: nothing else tells it. A write answers 200 once the
+ * silent nodes' lease has run out unanswered, but they never stop trusting, and keep the user
+ * at its old version until they next read the change log (every 30 s for the mutant). Safe
+ * nodes give up the unsubscribed connection and subscribe on P again before they vouch.
+ */
+const PER_NODE = 2
+
+/** Moves the slot's keys from `from` to `to` (the slot MIGRATING on one, IMPORTING on the other). */
+async function moveKeys(from: Redis, slot: number, toHost: string, toPort: number): Promise<void> {
+  for (;;) {
+    const keys = (await from.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[]
+    if (keys.length === 0) return
+    await from.call('MIGRATE', toHost, toPort, '', 0, 5000, 'KEYS', ...keys)
+  }
+}
+
+/** The slot from P to Q and back, told to those two only; then to every node, and until all of them name P again. */
+async function bounce(cluster: ClusterSet, slot: number, p: number, q: number): Promise<void> {
+  const ids = new Map(
+    String(await (await cluster.client(p)).call('CLUSTER', 'NODES'))
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '))
+      .map((f) => [Number(f[1]!.split('@')[0]!.split(':').at(-1)), f[0]!] as const),
+  )
+  const [P, Q] = [await cluster.client(p), await cluster.client(q)]
+  const [pHost, qHost] = [cluster.hosts.get(p)!, cluster.hosts.get(q)!]
+  await Q.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids.get(p)!)
+  await P.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids.get(q)!)
+  await moveKeys(P, slot, qHost, q)
+  await Q.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(q)!)
+  await P.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(q)!)
+  // back at once
+  await P.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids.get(q)!)
+  await Q.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids.get(p)!)
+  await moveKeys(Q, slot, pHost, p)
+  await P.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(p)!)
+  await Q.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(p)!)
+  for (const port of cluster.ports) if (port !== p && port !== q) await (await cluster.client(port)).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(p)!).catch(() => {})
+}
+
+/** P's config epoch in every node's view, once they all agree on it (what the nodes' watches then name). */
+async function agreedEpoch(cluster: ClusterSet, p: number): Promise<string | undefined> {
+  const epochs = await Promise.all(
+    cluster.ports.map(async (port) => {
+      const text = String(await (await cluster.client(port)).call('CLUSTER', 'NODES').catch(() => ''))
+      return text.split('\n').map((l) => l.split(' ')).find((f) => f.length >= 8 && Number(f[1]!.split('@')[0]!.split(':').at(-1)) === p)?.[6]
+    }),
+  )
+  return epochs.every((e) => e !== undefined && e === epochs[0]) ? epochs[0] : undefined
+}
+
+/** The nodes' subscriber connections on the server at `port`, and how many of them are still subscribed to something. */
+async function subscribersOn(cluster: ClusterSet, port: number): Promise<{ connections: number; subscribed: number }> {
+  const lines = ((await (await cluster.client(port)).client('LIST')) as string).split('\n').filter((l) => /:sub:/.test(l))
+  return { connections: lines.length, subscribed: lines.filter((l) => !/ ssub=0\b/.test(l)).length }
+}
+
+export async function slotBounce(s: ClusterScenario, log: Log): Promise<ProbeResult> {
+  const p = tally('slot-bounce', log)
+  const { creds } = await company(s, 'Slot Bounce Co')
+  const members = await users(s, creds, 'bounce-user', PER_NODE * s.nodes.length)
+  await warm(s, members.map((m) => m.token))
+
+  const owner = await s.cluster.ownerOf(s.slot)
+  const other = (await s.cluster.masters()).find((port) => port !== owner)!
+  // The nodes stopped while the slot is away: none of them can follow it to Q and back.
+  for (const node of s.nodes) node.pause()
+  let tookMs: number
+  try {
+    const started = performance.now()
+    await bounce(s.cluster, s.slot, owner, other)
+    tookMs = Math.round(performance.now() - started)
+    await waitFor(`every node of the cluster to name ${owner} at one epoch`, () => agreedEpoch(s.cluster, owner), { until: (e) => e !== undefined, timeoutMs: 30_000, everyMs: 50 })
+    if ((await s.cluster.ownerOf(s.slot)) !== owner) throw new Error(`the slot did not come back to ${owner}`)
+  } finally {
+    for (const node of s.nodes) node.resume()
+  }
+  // The nodes' watches name P at a new epoch: a new epoch on each, whose caches start again.
+  await Promise.all(s.nodes.map((node) => waitFor(`${node.name} to vouch for its cache after the bounce`, () => ready(node.url), { timeoutMs: 30_000, everyMs: 20 })))
+  const subs = await subscribersOn(s.cluster, owner)
+  log(`  slot-bounce: the slot went ${owner} → ${other} → ${owner} in ${tookMs} ms while the nodes were stopped; on ${owner} now ${subs.connections} subscriber connection(s), ${subs.subscribed} of them subscribed`)
+  await warm(s, members.map((m) => m.token))
+  for (const node of s.nodes) {
+    const r = await call(node.url, 'GET', '/readyz')
+    const m = String((await call(node.url, 'GET', '/metrics')).body).split('\n').filter((l) => /^chat_auth_(bus_reconnects|chaos_mutant|bus_trusted|bus_epoch|bus_subscribed)/.test(l)).join(' | ')
+    log(`  DEBUG ${node.name}: ${JSON.stringify(r.body)} ${m}`)
+  }
+  const written: Array<{ token: string; what: string }> = []
+  const present = async (token: string, what: string) => {
+    const statuses = await Promise.all(s.nodes.map((node) => verifyStatus(node.port, token)))
+    log(`  DEBUG ${what}: ${statuses.join(',')}`)
+    for (const [i, status] of statuses.entries()) {
+      if (status === 0) continue
+      p.checked()
+      if (status === 200) p.violation('version', `node-${i} accepted the token of ${what}`)
+    }
+  }
+  const outcomes: string[] = []
+  for (const [k, member] of members.entries()) {
+    const writer = k % s.nodes.length
+    const answer = await invalidate(s.nodes[writer]!.url, creds, member.userId)
+    outcomes.push(`node-${writer} ${answer.status}`)
+    if (answer.status !== 200) continue
+    const what = `bounce-user-${k} from before its invalidation through node-${writer}`
+    written.push({ token: member.token, what })
+    await present(member.token, `${what}, right after it answered 200`)
+  }
+  await sleep(1000)
+  for (const { token, what } of written) await present(token, `${what}, a second after it answered 200`)
+  log(`  slot-bounce: the writes answered: ${outcomes.join(', ')}`)
+  return p.result()
+}
