@@ -4,7 +4,6 @@ import { waitFor } from '../../../support/poll.js'
 import type { ClusterSet } from '../../../support/redis-cluster.js'
 import type { ClusterScenario } from '../cluster-scenario.js'
 import { ready, verifyStatus } from '../http.js'
-import { call } from '../../../support/http-client.js'
 import { company, invalidate, tally, users, warm, type Log, type ProbeResult } from './probe.js'
 
 /**
@@ -107,15 +106,9 @@ export async function slotBounce(s: ClusterScenario, log: Log): Promise<ProbeRes
   const subs = await subscribersOn(s.cluster, owner)
   log(`  slot-bounce: the slot went ${owner} → ${other} → ${owner} in ${tookMs} ms while the nodes were stopped; on ${owner} now ${subs.connections} subscriber connection(s), ${subs.subscribed} of them subscribed`)
   await warm(s, members.map((m) => m.token))
-  for (const node of s.nodes) {
-    const r = await call(node.url, 'GET', '/readyz')
-    const m = String((await call(node.url, 'GET', '/metrics')).body).split('\n').filter((l) => /^chat_auth_(bus_reconnects|chaos_mutant|bus_trusted|bus_epoch|bus_subscribed)/.test(l)).join(' | ')
-    log(`  DEBUG ${node.name}: ${JSON.stringify(r.body)} ${m}`)
-  }
   const written: Array<{ token: string; what: string }> = []
   const present = async (token: string, what: string) => {
     const statuses = await Promise.all(s.nodes.map((node) => verifyStatus(node.port, token)))
-    log(`  DEBUG ${what}: ${statuses.join(',')}`)
     for (const [i, status] of statuses.entries()) {
       if (status === 0) continue
       p.checked()
