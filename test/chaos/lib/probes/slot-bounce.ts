@@ -12,13 +12,15 @@ import { company, invalidate, tally, users, warm, type Log, type ProbeResult } f
  * unrequested SUNSUBSCRIBE); the node's subscriber gives such a connection up, and its next
  * one goes to the slot's master.
  *
- * Every node caches users. Then the slot is migrated from its master P to another master Q
- * and straight back, with its keys, telling only P and Q: it is gone and back within a few
- * milliseconds, before a majority of the cluster could name Q, so the nodes' watches never
- * move them off P — P holds the slot again, at a new config epoch, and still has the nodes'
- * connections, registrations and PINGs. Once the whole cluster names P again and every node
- * vouches for its cache, users are invalidated through each node in turn, and the old token
- * is presented to every node the moment each write answers 200 and once more a second later.
+ * The three nodes are stopped (SIGSTOP, as a long pause would), and the slot is migrated
+ * from its master P to another master Q and straight back, with its keys, then the whole
+ * cluster is told P holds it: P holds the slot again, at a new config epoch. Stopped, no
+ * node could follow the slot to Q and back (a watch that saw Q would move it, by another
+ * rule); resumed, each finds the unsubscriptions waiting on its connection to P, and P
+ * still answering its PINGs and taking its registration. Once every node vouches for its
+ * cache again (the new epoch started its caches over), each caches users, which are then
+ * invalidated through each node in turn, the old token presented to every node the moment
+ * each write answers 200 and once more a second later.
  *
  * Why the mutant is caught every time: P unsubscribed every node when the slot left it. A
  * node that ignores that keeps its connection, whose PINGs P still answers, so its lease
@@ -39,7 +41,7 @@ async function moveKeys(from: Redis, slot: number, toHost: string, toPort: numbe
   }
 }
 
-/** The slot from P to Q and back, told to those two only; then to every node, and until all of them name P again. */
+/** The slot from P to Q and back, with its keys, told to those two only; then every other node is told P holds it. */
 async function bounce(cluster: ClusterSet, slot: number, p: number, q: number): Promise<void> {
   const ids = new Map(
     String(await (await cluster.client(p)).call('CLUSTER', 'NODES'))
@@ -85,11 +87,10 @@ export async function slotBounce(s: ClusterScenario, log: Log): Promise<ProbeRes
   const p = tally('slot-bounce', log)
   const { creds } = await company(s, 'Slot Bounce Co')
   const members = await users(s, creds, 'bounce-user', PER_NODE * s.nodes.length)
-  await warm(s, members.map((m) => m.token))
+  await warm(s, []) // every node vouches: subscribed on the slot's master
 
   const owner = await s.cluster.ownerOf(s.slot)
   const other = (await s.cluster.masters()).find((port) => port !== owner)!
-  // The nodes stopped while the slot is away: none of them can follow it to Q and back.
   for (const node of s.nodes) node.pause()
   let tookMs: number
   try {
@@ -101,7 +102,7 @@ export async function slotBounce(s: ClusterScenario, log: Log): Promise<ProbeRes
   } finally {
     for (const node of s.nodes) node.resume()
   }
-  // The nodes' watches name P at a new epoch: a new epoch on each, whose caches start again.
+  // The nodes' watches name P at a new config epoch: a new epoch on each, whose caches start over.
   await Promise.all(s.nodes.map((node) => waitFor(`${node.name} to vouch for its cache after the bounce`, () => ready(node.url), { timeoutMs: 30_000, everyMs: 20 })))
   const subs = await subscribersOn(s.cluster, owner)
   log(`  slot-bounce: the slot went ${owner} → ${other} → ${owner} in ${tookMs} ms while the nodes were stopped; on ${owner} now ${subs.connections} subscriber connection(s), ${subs.subscribed} of them subscribed`)
