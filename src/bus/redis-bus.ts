@@ -58,8 +58,7 @@ export interface RedisBus extends InvalidationBus {
  * The invalidation bus over Redis pub/sub, made strict. Its parts, by concern:
  * - connection/: how every connection reaches Redis, and with Sentinel which server is the
  *   primary (sentinel-watch.ts) and whether it vouches for ours (primary-vouching.ts);
- * - subscription/: the subscriber connection, the lease it earns with pongs (lease.ts) and
- *   the heartbeat that pings it;
+ * - subscription/: the subscriber connection, its lease (lease.ts) and heartbeat;
  * - publishing/: the node registry and publish with acknowledgements;
  * - messages/: the authenticated messages, and what a node does with those it receives;
  * - catch-up.ts: the change log read after each new subscription and periodically.
@@ -87,13 +86,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const listeners = createListeners(count, log)
   const { deliver, newEpoch } = listeners
 
-  const found = createWatch(connection, {
+  const { watch, routing } = createWatch(connection, {
     slotKey: prefix,
     leaseMs,
     now,
+    wrap: options.primaryWatch,
     onPrimaryChanged(address) {
-      // What the caches hold may predate changes published on the new primary. The
-      // connections on the former one are left at the next heartbeat.
+      // The caches may predate what the new primary published; the former one's connections go at the next heartbeat.
       newEpoch('primary_changed')
       log.warn({ primary: address }, address === undefined ? 'no majority names the server of the bus' : 'a majority names a new server of the bus')
     },
@@ -102,11 +101,6 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       warn(`redis ${connection.kind} watch connection error`, { err: error.message })
     },
   })
-  // A test may wrap the watch, or take it out of trust and writes (`primaryWatch`); a
-  // Cluster's connections still go to the master the watch names (there is no other way
-  // to find it), so it is still asked for that.
-  const watch = found && options.primaryWatch ? options.primaryWatch(found) : found
-  const routing = connection.kind === 'cluster' ? found : watch
   const owner = () => routing?.primaryAddress()
 
   // ── publishing: the registry on the command connection, publish with acks ───
