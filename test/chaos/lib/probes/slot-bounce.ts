@@ -66,12 +66,22 @@ async function bounce(cluster: ClusterSet, slot: number, p: number, q: number): 
   for (const port of cluster.ports) if (port !== p && port !== q) await (await cluster.client(port)).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(p)!).catch(() => {})
 }
 
-/** P's config epoch in every node's view, once they all agree on it (what the nodes' watches then name). */
-async function agreedEpoch(cluster: ClusterSet, p: number): Promise<string | undefined> {
+/**
+ * P's config epoch once every node's view agrees on it and no other master shares it: P and
+ * Q each took the slot at an epoch of their own making, and may have made the same one, which
+ * the cluster settles later by bumping one of them (the nodes' watches would then see a new
+ * epoch, and start their caches over, in the middle of the probe).
+ */
+async function settledEpoch(cluster: ClusterSet, p: number): Promise<string | undefined> {
   const epochs = await Promise.all(
     cluster.ports.map(async (port) => {
-      const text = String(await (await cluster.client(port)).call('CLUSTER', 'NODES').catch(() => ''))
-      return text.split('\n').map((l) => l.split(' ')).find((f) => f.length >= 8 && Number(f[1]!.split('@')[0]!.split(':').at(-1)) === p)?.[6]
+      const lines = String(await (await cluster.client(port)).call('CLUSTER', 'NODES').catch(() => ''))
+        .split('\n')
+        .map((l) => l.split(' '))
+        .filter((f) => f.length >= 8)
+      const mine = lines.find((f) => Number(f[1]!.split('@')[0]!.split(':').at(-1)) === p)
+      const shared = lines.some((f) => f !== mine && f[2]!.includes('master') && f[6] === mine?.[6])
+      return mine === undefined || shared ? undefined : mine[6]
     }),
   )
   return epochs.every((e) => e !== undefined && e === epochs[0]) ? epochs[0] : undefined
@@ -97,7 +107,7 @@ export async function slotBounce(s: ClusterScenario, log: Log): Promise<ProbeRes
     const started = performance.now()
     await bounce(s.cluster, s.slot, owner, other)
     tookMs = Math.round(performance.now() - started)
-    await waitFor(`every node of the cluster to name ${owner} at one epoch`, () => agreedEpoch(s.cluster, owner), { until: (e) => e !== undefined, timeoutMs: 30_000, everyMs: 50 })
+    await waitFor(`every node of the cluster to name ${owner} at one epoch of its own`, () => settledEpoch(s.cluster, owner), { until: (e) => e !== undefined, timeoutMs: 30_000, everyMs: 50 })
     if ((await s.cluster.ownerOf(s.slot)) !== owner) throw new Error(`the slot did not come back to ${owner}`)
   } finally {
     for (const node of s.nodes) node.resume()
