@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { waitFor } from '../../../support/poll.js'
 import type { ClusterSet } from '../../../support/redis-cluster.js'
 import { untilReplica } from '../cluster-faults.js'
 import type { ClusterScenario } from '../cluster-scenario.js'
-import { verifyStatus } from '../http.js'
-import { company, invalidate, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+import { company, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+import { invalidateThroughEachNode } from './through-each-node.js'
 
 /**
  * A split brain on a Redis Cluster (mutant `no-cluster-watch`): a node trusts its cache only
@@ -71,46 +70,20 @@ export async function clusterPartition(s: ClusterScenario, log: Log): Promise<Pr
   const formerClient = await s.cluster.client(former)
   const timeout = ((await formerClient.config('GET', 'cluster-node-timeout')) as string[])[1]!
   await formerClient.config('SET', 'cluster-node-timeout', String(SLOW_TIMEOUT_MS))
-  let healed = false
+  let partition: Awaited<ReturnType<ClusterSet['partitionOwner']>> | undefined
   try {
-    const { owner, heal } = await s.cluster.partitionOwner(s.slot, 60_000)
-    try {
-      const moved = await moveOneNode(s.cluster, former, owner)
-      const onFormer = async () => ((await formerClient.client('LIST')) as string).split('\n').filter((l) => /:sub:/.test(l)).length
-      const stayed = await onFormer()
-      log(`  cluster-partition: ${former} cut off, ${owner} took the slot; ${moved === undefined ? 'no node was left on the former master' : `one node moved to ${owner}`}, ${stayed} subscriber(s) still on ${former}`)
-      // Cached now: a node's caches start again when the master the majority names changes.
-      await warm(s, members.map((m) => m.token))
-
-      const written: Array<{ token: string; what: string }> = []
-      const present = async (token: string, what: string) => {
-        const statuses = await Promise.all(s.nodes.map((node) => verifyStatus(node.port, token)))
-        for (const [i, status] of statuses.entries()) {
-          if (status === 0) continue
-          p.checked()
-          if (status === 200) p.violation('version', `node-${i} accepted the token of ${what}`)
-        }
-      }
-      const outcomes: string[] = []
-      for (const [k, member] of members.entries()) {
-        const writer = k % s.nodes.length
-        const answer = await invalidate(s.nodes[writer]!.url, creds, member.userId)
-        outcomes.push(`node-${writer} ${answer.status}`)
-        if (answer.status !== 200) continue
-        const what = `partition-user-${k} from before its invalidation through node-${writer}`
-        written.push({ token: member.token, what })
-        await present(member.token, `${what}, right after it answered 200`)
-      }
-      await sleep(1000)
-      for (const { token, what } of written) await present(token, `${what}, a second after it answered 200`)
-      log(`  cluster-partition: the writes answered: ${outcomes.join(', ')}`)
-    } finally {
-      await formerClient.config('SET', 'cluster-node-timeout', timeout).catch(() => {})
-      await heal()
-      healed = true
-    }
+    partition = await s.cluster.partitionOwner(s.slot, 60_000)
+    const { owner } = partition
+    const moved = await moveOneNode(s.cluster, former, owner)
+    const stayed = ((await formerClient.client('LIST')) as string).split('\n').filter((l) => /:sub:/.test(l)).length
+    log(`  cluster-partition: ${former} cut off, ${owner} took the slot; ${moved === undefined ? 'no node was left on the former master' : `one node moved to ${owner}`}, ${stayed} subscriber(s) still on ${former}`)
+    // Cached now: a node's caches start again when the master the majority names changes.
+    await warm(s, members.map((m) => m.token))
+    const outcomes = await invalidateThroughEachNode(s, p, creds, members, 'partition-user')
+    log(`  cluster-partition: the writes answered: ${outcomes.join(', ')}`)
   } finally {
-    if (!healed) await formerClient.config('SET', 'cluster-node-timeout', timeout).catch(() => {})
+    await formerClient.config('SET', 'cluster-node-timeout', timeout).catch(() => {})
+    await partition?.heal()
   }
   await untilReplica(s.cluster, former)
   return p.result()
