@@ -26,6 +26,8 @@ export interface NodeParts {
   bus?: (bus: InvalidationBus) => InvalidationBus
   /** wraps (or, returning undefined, removes) what tells a Sentinel or Cluster node which server the bus must be on */
   primaryWatch?: RedisBusOptions['primaryWatch']
+  /** replaces what a Cluster node's subscriber does when its server drops the subscription (default: gives the connection up) */
+  onSlotLeft?: RedisBusOptions['onSlotLeft']
   /** how often a subscribed node reads the change log again */
   catchUpEveryMs?: number
   /** the revoked-token filter's tuning, or filters wrapped (cache/revoked-tokens.ts) */
@@ -80,5 +82,6 @@ async function configuredBus(config: Config, options: BusOptions, parts: NodePar
     changeLog: parts.changeLog ? parts.changeLog(log) : log,
     ...(parts.catchUpEveryMs !== undefined ? { catchUpEveryMs: parts.catchUpEveryMs } : {}),
     ...(parts.primaryWatch ? { primaryWatch: parts.primaryWatch } : {}),
+    ...(parts.onSlotLeft ? { onSlotLeft: parts.onSlotLeft } : {}),
   })
 }

@@ -20,7 +20,7 @@ import { createBoard, isAnswer } from './publishing/board.js'
 import { createRegistry } from './publishing/registry.js'
 import { createHeartbeat } from './subscription/heartbeat.js'
 import { Trust, writerWaitMs, youthMs } from './subscription/lease.js'
-import { createSubscriber } from './subscription/subscriber.js'
+import { createSubscriber, type SubscriberOptions } from './subscription/subscriber.js'
 
 /** How to make the Redis invalidation bus. */
 export interface RedisBusOptions {
@@ -46,6 +46,8 @@ export interface RedisBusOptions {
   catchUpEveryMs?: number
   /** with Sentinel or a Cluster, wraps what tells which server the bus must be on (connection/watch.ts; undefined: no watch) */
   primaryWatch?: (watch: PrimaryWatch) => PrimaryWatch | undefined
+  /** Redis Cluster: what the subscriber does when its server drops the subscription (subscriber.ts; default: gives the connection up) */
+  onSlotLeft?: SubscriberOptions['onSlotLeft']
 }
 
 export interface RedisBus extends InvalidationBus {
@@ -56,8 +58,7 @@ export interface RedisBus extends InvalidationBus {
  * The invalidation bus over Redis pub/sub, made strict. Its parts, by concern:
  * - connection/: how every connection reaches Redis, and with Sentinel which server is the
  *   primary (sentinel-watch.ts) and whether it vouches for ours (primary-vouching.ts);
- * - subscription/: the subscriber connection, the lease it earns with pongs (lease.ts) and
- *   the heartbeat that pings it;
+ * - subscription/: the subscriber connection, its lease (lease.ts) and heartbeat;
  * - publishing/: the node registry and publish with acknowledgements;
  * - messages/: the authenticated messages, and what a node does with those it receives;
  * - catch-up.ts: the change log read after each new subscription and periodically.
@@ -85,14 +86,13 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   const listeners = createListeners(count, log)
   const { deliver, newEpoch } = listeners
 
-  const watch = createWatch(connection, {
+  const { watch, routing } = createWatch(connection, {
     slotKey: prefix,
     leaseMs,
     now,
     wrap: options.primaryWatch,
     onPrimaryChanged(address) {
-      // What the caches hold may predate changes published on the new primary. The
-      // connections on the former one are left at the next heartbeat.
+      // The caches may predate what the new primary published; the former one's connections go at the next heartbeat.
       newEpoch('primary_changed')
       log.warn({ primary: address }, address === undefined ? 'no majority names the server of the bus' : 'a majority names a new server of the bus')
     },
@@ -101,7 +101,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
       warn(`redis ${connection.kind} watch connection error`, { err: error.message })
     },
   })
-  const owner = () => watch?.primaryAddress()
+  const owner = () => routing?.primaryAddress()
 
   // ── publishing: the registry on the command connection, publish with acks ───
   const registry = createRegistry({
@@ -159,8 +159,8 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   })
   const catchUp = createCatchUp({ changeLog: options.changeLog, log, metrics: options.metrics, warn, deliver, newEpoch, everyMs: options.catchUpEveryMs })
   const board = createBoard({ registry, codec, nodeId, ackChannelOf, waitMs: Math.max(1000, leaseMs * 2), warn })
-  const subscriber = createSubscriber({ connection, owner, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel, questionChannel], connectTimeoutMs }, now)
-  const primary = createPrimaryVouching({ watch, subscriber, registry })
+  const subscriber = createSubscriber({ connection, owner, name: `${prefix}:sub:${nodeId}`, channels: [changesChannel, ackChannel, questionChannel], connectTimeoutMs, ...(options.onSlotLeft ? { onSlotLeft: options.onSlotLeft } : {}) }, now)
+  const primary = createPrimaryVouching({ watch, routing, subscriber, registry })
   const heartbeat = createHeartbeat({ leaseMs, connectTimeoutMs, now, trust, subscriber, registry, primary })
 
   const trusted = (): boolean => {

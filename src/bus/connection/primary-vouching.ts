@@ -3,6 +3,8 @@ import type { PrimaryWatch } from './primary-watch.js'
 export interface PrimaryVouchingOptions {
   /** what a majority of the sentinels, or of the cluster's nodes, says (connection/watch.ts); undefined with one Redis server: nothing to vouch for */
   watch: PrimaryWatch | undefined
+  /** what the connections follow (the watch, or with a Cluster whose watch a test took out, the unwrapped one): asked every tick all the same */
+  routing: PrimaryWatch | undefined
   subscriber: { address(): string | undefined; drop(reason: string): void }
   registry: { address(): string | undefined; reconnect(): void }
 }
@@ -17,8 +19,8 @@ export interface PrimaryVouching {
 }
 
 /** Redis Sentinel or Cluster: which server the bus must be on (connection/watch.ts), held against the bus's two connections. */
-export function createPrimaryVouching({ watch, subscriber, registry }: PrimaryVouchingOptions): PrimaryVouching {
-  if (watch === undefined) return { vouched: () => true, leaveFormerPrimary() {}, poll() {}, close() {} }
+export function createPrimaryVouching({ watch, routing, subscriber, registry }: PrimaryVouchingOptions): PrimaryVouching {
+  if (watch === undefined) return { vouched: () => true, leaveFormerPrimary() {}, poll: () => routing?.poll(), close: () => routing?.close() }
   return {
     vouched(at) {
       const address = subscriber.address()

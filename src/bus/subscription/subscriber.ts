@@ -34,6 +34,13 @@ export interface SubscriberOptions {
   name: string
   channels: string[]
   connectTimeoutMs: number
+  /**
+   * Redis Cluster: what happens when the server drops our subscription itself because the
+   * slot left it (an unrequested SUNSUBSCRIBE, a MOVED, a PING answered as if unsubscribed).
+   * By default the connection is given up (`giveUp`) and the next one goes to the slot's
+   * master; only a test's mutant replaces it (src/assembly/bus.ts NodeParts).
+   */
+  onSlotLeft?: (reason: string, giveUp: () => void) => void
 }
 
 export interface Subscriber {
@@ -71,6 +78,8 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
   let attempt = 0
   let reconnectTimer: NodeJS.Timeout | undefined
   let closed = false
+  const onSlotLeft = options.onSlotLeft ?? ((_reason: string, giveUp: () => void) => giveUp())
+  const slotLeft = (conn: Connection, reason: string, error?: Error) => onSlotLeft(reason, () => lose(conn, reason, error))
 
   function connect(events: SubscriberEvents): void {
     reconnectTimer = undefined
@@ -105,11 +114,11 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
       // A Cluster server unsubscribes us itself when the slot leaves it (a failover, a
       // migration): ioredis, which did not ask, reports the replies it cannot place as
       // errors, and the connection, no longer subscribed, would hear nothing. It is lost.
-      if (sharded && /Command queue state error/.test(error.message)) return lose(conn, 'unsubscribed_by_server', error)
+      if (sharded && /Command queue state error/.test(error.message)) return slotLeft(conn, 'unsubscribed_by_server', error)
       events.error(error)
     })
     // An SSUBSCRIBE sent to a server that no longer holds the slot is redirected, and never answered.
-    if (sharded) redis.on('moved', () => lose(conn, 'slot_moved'))
+    if (sharded) redis.on('moved', () => slotLeft(conn, 'slot_moved'))
     redis.on('end', () => lose(conn, 'closed'))
     void (async () => {
       await redis.connect()
@@ -151,8 +160,8 @@ export function createSubscriber(options: SubscriberOptions, now: () => number):
           if (conn.dead) return
           // Subscribed, Redis answers a PING with ["pong", ""]; a plain "PONG" (or anything else)
           // means the server dropped our subscription behind ioredis's back (a Cluster moving the slot).
-          if (sharded && !Array.isArray(reply)) return lose(conn, 'unsubscribed_by_server')
-          conn.events.pong()
+          if (sharded && !Array.isArray(reply)) slotLeft(conn, 'unsubscribed_by_server')
+          if (!conn.dead) conn.events.pong()
         },
         (error: Error) => lose(conn, 'ping_failed', error),
       )

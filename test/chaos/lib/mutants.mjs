@@ -96,6 +96,25 @@ export function createMutant(name, config) {
       primaryWatch: () => (acted(), undefined),
       catchUpEveryMs: 30_000,
     },
+    // Redis Cluster: the master of the bus's slot never checked with a majority of the
+    // cluster's nodes. The watch only routes new connections (redis-bus.ts: a Cluster has no
+    // other way to find the master): the node trusts its cache on whatever server its
+    // subscriber reached, stays on a master the others replaced, and a writer does not confirm
+    // the server that took its publish. As with 'no-primary-check', the change log is read
+    // every 30 s instead of every second: its probe (probes/cluster-partition.ts) then sees it
+    // whatever the timing.
+    'no-cluster-watch': {
+      primaryWatch: () => (acted(), undefined),
+      catchUpEveryMs: 30_000,
+    },
+    // Redis Cluster: a subscriber that ignores its server dropping the subscription when the
+    // bus's slot leaves it (the unrequested SUNSUBSCRIBE, a MOVED, a PING answered "PONG"): it
+    // keeps the connection, whose pongs keep its lease, while no message reaches it. The change
+    // log is read every 30 s (as above) so that its probe (probes/slot-bounce.ts) sees it.
+    'ignores-slot-left': {
+      onSlotLeft: () => acted(),
+      catchUpEveryMs: 30_000,
+    },
     // Revocations kept until exp + JWT_CLOCK_TOLERANCE only, as if every clock agreed with
     // the database's: the write finds nothing to keep once the database's clock passed
     // that, and the prune drops by it too (MAX_CLOCK_SKEW left out of the grace).
@@ -264,4 +283,4 @@ export function createMutant(name, config) {
   return { parts, calls: () => calls }
 }
 
-export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays', 'caches-after-acknowledgement', 'receipt-claims-every-node', 'receipt-leaves-out-unacknowledged']
+export const MUTANTS = ['no-epoch-flush', 'catch-up-skips-window', 'catch-up-ignores-revoked-tokens', 'subscribed-reads-skip', 'rebuild-misses-arrivals', 'no-primary-check', 'retention-ignores-skew', 'acks-before-sessions', 'cohort-unlink-loses-the-rest', 'acks-before-stream-writes', 'webhook-failures-recorded-delivered', 'acks-wait-for-replays', 'caches-after-acknowledgement', 'receipt-claims-every-node', 'receipt-leaves-out-unacknowledged', 'no-cluster-watch', 'ignores-slot-left']

@@ -22,6 +22,8 @@ export type Mutant =
   | 'caches-after-acknowledgement'
   | 'receipt-claims-every-node'
   | 'receipt-leaves-out-unacknowledged'
+  | 'no-cluster-watch'
+  | 'ignores-slot-left'
 
 /** `clockOffset`: the node's wall clock this far off the machine's (and PostgreSQL's), under libfaketime. */
 export async function startChaosNode(name: string, env: Record<string, string>, options: { mutant: Mutant | undefined; clockOffset?: string | undefined }): Promise<NodeProcess> {
