@@ -1,9 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { waitFor } from '../../../support/poll.js'
 import { splitBrain } from '../faults.js'
-import { verifyStatus } from '../http.js'
 import type { SentinelScenario } from '../scenario.js'
-import { company, invalidate, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+import { company, tally, users, warm, type Log, type ProbeResult } from './probe.js'
+import { invalidateThroughEachNode } from './through-each-node.js'
 
 /**
  * A split brain under Redis Sentinel (mutant `no-primary-check`): a node trusts its cache
@@ -43,27 +42,7 @@ export async function splitBrainWrites(s: SentinelScenario, log: Log): Promise<P
   const role = async () => ((await (await s.set.client(oldPrimary)).call('ROLE')) as unknown[])[0]
   const splitAtStart = await role()
 
-  const written: Array<{ token: string; what: string }> = []
-  const present = async (token: string, what: string) => {
-    const statuses = await Promise.all(s.nodes.map((node) => verifyStatus(node.port, token)))
-    for (const [i, status] of statuses.entries()) {
-      if (status === 0) continue
-      p.checked()
-      if (status === 200) p.violation('version', `node-${i} accepted the token of ${what}`)
-    }
-  }
-  const outcomes: string[] = []
-  for (const [k, member] of members.entries()) {
-    const writer = k % s.nodes.length
-    const answer = await invalidate(s.nodes[writer]!.url, creds, member.userId)
-    outcomes.push(`node-${writer} ${answer.status}`)
-    if (answer.status !== 200) continue
-    const what = `split-user-${k} from before its invalidation through node-${writer}`
-    written.push({ token: member.token, what })
-    await present(member.token, `${what}, right after it answered 200`)
-  }
-  await sleep(1000)
-  for (const { token, what } of written) await present(token, `${what}, a second after it answered 200`)
+  const outcomes = await invalidateThroughEachNode(s, p, creds, members, 'split-user')
   log(`  split-brain: the old primary was a ${splitAtStart} when the writes began and a ${await role()} after the checks; the writes answered: ${outcomes.join(', ')}`)
   return p.result()
 }
