@@ -9,7 +9,7 @@ import { validateHeaderName, validateHeaderValue } from 'node:http'
  * `lower-case name → [name, value]`. A verify answer's headers are checked here, once, when
  * the answer is prepared, in that form (`held`) and as pairs; node-internals.ts places the
  * first where the response keeps its headers, or hands `writeHead` the pairs where this Node
- * does not allow that. test/stores/api/verify/checked-headers.test.ts and test/stores/api/verify/node-internals.test.ts
+ * does not allow that. test/in-process/verify/checked-headers.test.ts and test/in-process/verify/node-internals.test.ts
  * pin that both ways put the same bytes on the wire.
  */
 export interface CheckedHeaders {

@@ -35,7 +35,7 @@ const OAUTH_ERRORS = {
   503: OAuthErrorSchema('`temporarily_unavailable`: a store cannot answer (or, on revoke, the token names a signing key this node does not know yet); see Retry-After'),
 }
 
-/** The 200 answer as the API description gives it: every field optional but `active` (test/stores/api/verify/introspection-answer.test.ts holds the server's and the client's types to it). */
+/** The 200 answer as the API description gives it: every field optional but `active` (test/in-process/verify/introspection-answer.test.ts holds the server's and the client's types to it). */
 export const IntrospectionResponse = Type.Object(
   {
     active: Type.Boolean(),

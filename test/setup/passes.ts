@@ -9,7 +9,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
  *
  * | folder | runs |
  * |---|---|
- * | `test/stores/` | in both passes: its tests use the pass's store (PGlite, then PostgreSQL) |
+ * | `test/stores/` | in both passes: its tests use the pass's store (PGlite, then PostgreSQL), and what they assert depends on it: rows written and read back, versions, the event log, the outbox |
+ * | `test/in-process/` | once, in the PostgreSQL pass: nodes in the test's process, where which store holds the rows changes nothing asserted (verification, input checks, the client, slow clients) |
  * | `test/system/` | once, in the PostgreSQL pass: real processes, and databases, Redis and peers of their own |
  * | `test/unit/` | once, in the PostgreSQL pass: no store at all |
  * | `test/embedded/` | once, in the PGlite pass: the embedded store's data directory itself |
@@ -32,7 +33,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const PASSES: Record<Store, { folders: readonly string[]; jobs: number }> = {
   pglite: { folders: ['test/stores', 'test/embedded'], jobs: 2 },
   // Its files wait most (leases, drains, failovers): a third one at a time fills the cores.
-  postgres: { folders: ['test/stores', 'test/system', 'test/unit'], jobs: 3 },
+  postgres: { folders: ['test/stores', 'test/in-process', 'test/system', 'test/unit'], jobs: 3 },
 }
 
 /** The test files under `folder`, a folder with an all.test.ts as that one file. */

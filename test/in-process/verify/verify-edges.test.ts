@@ -8,8 +8,8 @@
 import { METHODS } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { createTenant, decodeToken, forgeHs256, issueToken, serverErrorCounts, startApp, verify } from '../../../support/helpers.js'
-import { INVALID_TOKEN } from '../../../support/spec-bodies.js'
+import { createTenant, decodeToken, forgeHs256, issueToken, serverErrorCounts, startApp, verify } from '../../support/helpers.js'
+import { INVALID_TOKEN } from '../../support/spec-bodies.js'
 
 const node = await startApp(t)
 const acme = await createTenant(node)

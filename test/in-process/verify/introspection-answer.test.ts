@@ -7,10 +7,10 @@
  */
 import type { Static } from '@sinclair/typebox'
 import t from 'tap'
-import type { Introspection as ServerIntrospection } from '../../../../src/auth/oauth.js'
-import type { Introspection as ClientIntrospection } from '../../../../src/client/types.js'
-import { IntrospectionResponse } from '../../../../src/routes/oauth.js'
-import { createTenant, issueToken, startApp } from '../../../support/helpers.js'
+import type { Introspection as ServerIntrospection } from '../../../src/auth/oauth.js'
+import type { Introspection as ClientIntrospection } from '../../../src/client/types.js'
+import { IntrospectionResponse } from '../../../src/routes/oauth.js'
+import { createTenant, issueToken, startApp } from '../../support/helpers.js'
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
 type Documented = Static<typeof IntrospectionResponse>

@@ -25,9 +25,9 @@ import {
   verify,
   type Tenant,
   type TestApp,
-} from '../../../support/helpers.js'
-import { TOKEN_REVOKED } from '../../../support/spec-bodies.js'
-import { migratedPglite } from '../../../support/pglite-template.js'
+} from '../../support/helpers.js'
+import { TOKEN_REVOKED } from '../../support/spec-bodies.js'
+import { migratedPglite } from '../../support/pglite-template.js'
 
 const ISSUER = 'https://chat-auth.example'
 const AUDIENCE = 'chat-backend'

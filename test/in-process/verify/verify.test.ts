@@ -23,7 +23,7 @@ import {
   verify,
   type Tenant,
   type TestApp,
-} from '../../../support/helpers.js'
+} from '../../support/helpers.js'
 import {
   AGENT_INACTIVE,
   INVALID_TOKEN as INVALID,
@@ -32,7 +32,7 @@ import {
   TOKEN_EXPIRED as EXPIRED,
   TOKEN_REVOKED as REVOKED,
   USER_NOT_FOUND_OR_INACTIVE as USER_NOT_FOUND,
-} from '../../../support/spec-bodies.js'
+} from '../../support/spec-bodies.js'
 
 const VERIFY_URL = '/rest/v1/auth/verify'
 const OTHER_SECRET = 'another-jwt-secret-of-at-least-32-bytes-retired!!'

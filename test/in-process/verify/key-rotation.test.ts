@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
-import { createMemoryBus } from '../../../../src/bus/memory-bus.js'
-import type { Db } from '../../../../src/store/db.js'
-import type { InvalidationBus } from '../../../../src/bus/bus.js'
-import { createTenant, decodeToken, errorBody, issueToken, post, sharedDb, startApp, verify, type Teardown, type Tenant, type TestApp } from '../../../support/helpers.js'
+import { createMemoryBus } from '../../../src/bus/memory-bus.js'
+import type { Db } from '../../../src/store/db.js'
+import type { InvalidationBus } from '../../../src/bus/bus.js'
+import { createTenant, decodeToken, errorBody, issueToken, post, sharedDb, startApp, verify, type Teardown, type Tenant, type TestApp } from '../../support/helpers.js'
 
 /**
  * The key rotation of docs/operations.md, on two nodes of one store: phase 1 adds the new key as a

@@ -6,7 +6,7 @@
  * makes the same store read, and an accepted key still makes none.
  */
 import t from 'tap'
-import { createTenant, startApp, type TestApp } from '../../../support/helpers.js'
+import { createTenant, startApp, type TestApp } from '../../support/helpers.js'
 
 const node = await startApp(t)
 const acme = await createTenant(node)

@@ -7,7 +7,7 @@
  * 404 that does not echo it; the longest lifetime the config allows still makes a date.
  */
 import t from 'tap'
-import { ADMIN_TOKEN, createTenant, post, serverErrorCounts, snapshotRows, startApp } from '../../../support/helpers.js'
+import { ADMIN_TOKEN, createTenant, post, serverErrorCounts, snapshotRows, startApp } from '../../support/helpers.js'
 
 const node = await startApp(t)
 const acme = await createTenant(node)

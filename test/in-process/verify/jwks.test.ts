@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import t from 'tap'
-import { sharedDb, startApp, type TestApp } from '../../../support/helpers.js'
+import { sharedDb, startApp, type TestApp } from '../../support/helpers.js'
 
 /**
  * `GET /.well-known/jwks.json` is cacheable: `Cache-Control: public, max-age=<JWKS_MAX_AGE>`

@@ -13,10 +13,10 @@
  */
 import { connect } from 'node:net'
 import t from 'tap'
-import { createMemoryBus } from '../../../../src/bus/memory-bus.js'
-import { checkNodeInternals } from '../../../../src/http/node-internals-check.js'
-import { internalsFrom, nodePieces, writeHeadWithPairs, type NodePieces } from '../../../../src/http/node-internals.js'
-import { createTenant, invalidate, issueToken, sharedDb, startApp, type TestApp } from '../../../support/helpers.js'
+import { createMemoryBus } from '../../../src/bus/memory-bus.js'
+import { checkNodeInternals } from '../../../src/http/node-internals-check.js'
+import { internalsFrom, nodePieces, writeHeadWithPairs, type NodePieces } from '../../../src/http/node-internals.js'
+import { createTenant, invalidate, issueToken, sharedDb, startApp, type TestApp } from '../../support/helpers.js'
 
 t.test('this Node passes the start-up check: each of its internals is used', async (t) => {
   const found = await checkNodeInternals(nodePieces())

@@ -5,8 +5,8 @@
  * wrong secret is still a rejected promise (the failure is counted before the 401).
  */
 import t from 'tap'
-import { ApiError } from '../../../../src/errors.js'
-import { createTenant, issueToken, startApp } from '../../../support/helpers.js'
+import { ApiError } from '../../../src/errors.js'
+import { createTenant, issueToken, startApp } from '../../support/helpers.js'
 
 t.test('every step of a token for a cached user answers at once; a step that reads the store answers with a promise', async (t) => {
   const node = await startApp(t)

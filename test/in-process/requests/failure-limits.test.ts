@@ -8,8 +8,8 @@
 import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
-import { ADMIN_TOKEN, createTenant, errorBody, freshPostgresDatabase, issueToken, leakedLogLines, randomUUID, sharedDb, startApp, STORE, type Tenant, type TestApp } from '../../../support/helpers.js'
-import { INVALID_ADMIN_TOKEN, INVALID_API_CREDENTIALS } from '../../../support/spec-bodies.js'
+import { ADMIN_TOKEN, createTenant, errorBody, freshPostgresDatabase, issueToken, leakedLogLines, randomUUID, sharedDb, startApp, STORE, type Tenant, type TestApp } from '../../support/helpers.js'
+import { INVALID_ADMIN_TOKEN, INVALID_API_CREDENTIALS } from '../../support/spec-bodies.js'
 
 const RATE_LIMITED = errorBody(429, 'Too many failed attempts', 'RATE_LIMITED')
 const LIMIT = 20

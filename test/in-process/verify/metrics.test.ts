@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createTenant, issueToken, startApp, verify } from '../../../support/helpers.js'
+import { createTenant, issueToken, startApp, verify } from '../../support/helpers.js'
 
 t.test('/metrics: the service series on prom-client, and the process metrics', async (t) => {
   const node = await startApp(t)

@@ -8,9 +8,9 @@
  */
 import { connect } from 'node:net'
 import t from 'tap'
-import { createTenant, issueToken, startApp, type TestApp } from '../../../support/helpers.js'
-import { errorBody } from '../../../support/helpers.js'
-import { INVALID_TOKEN } from '../../../support/spec-bodies.js'
+import { createTenant, issueToken, startApp, type TestApp } from '../../support/helpers.js'
+import { errorBody } from '../../support/helpers.js'
+import { INVALID_TOKEN } from '../../support/spec-bodies.js'
 
 const HEADERS_TOO_LARGE = errorBody(431, 'Request headers are too large', 'HEADERS_TOO_LARGE')
 const MALFORMED_REQUEST = errorBody(400, 'Malformed HTTP request', 'MALFORMED_REQUEST')

@@ -2,8 +2,8 @@ import { connect, type Socket } from 'node:net'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { createTenant, issueToken, startApp, type TestApp } from '../../../support/helpers.js'
-import { waitFor } from '../../../support/poll.js'
+import { createTenant, issueToken, startApp, type TestApp } from '../../support/helpers.js'
+import { waitFor } from '../../support/poll.js'
 
 /**
  * HTTP_WRITE_BATCHING (src/http/write-batching.ts): the answers of one event-loop turn are
@@ -16,7 +16,7 @@ import { waitFor } from '../../../support/poll.js'
 
 async function listening(t: Test, env: Record<string, string> = {}): Promise<{ node: TestApp; port: number }> {
   // batching holds a socket's writes through Node's internals: this file is about that way,
-  // whatever the run's TEST_NODE_INTERNALS (test/stores/api/verify/node-internals.test.ts compares the two)
+  // whatever the run's TEST_NODE_INTERNALS (test/in-process/verify/node-internals.test.ts compares the two)
   const node = await startApp(t, { TEST_NODE_INTERNALS: 'true', ...env })
   await node.app.listen({ port: 0, host: '127.0.0.1' })
   return { node, port: (node.app.server.address() as AddressInfo).port }

@@ -6,10 +6,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { ChatAuthClient, ChatAuthError, CLIENT_CODES } from '../../../../src/client/index.js'
-import { ADMIN_TOKEN, ISO_RE, randomUUID, startApp, UUID_RE } from '../../../support/helpers.js'
-import { freePort } from '../../../support/ports.js'
-import { waitFor } from '../../../support/poll.js'
+import { ChatAuthClient, ChatAuthError, CLIENT_CODES } from '../../../src/client/index.js'
+import { ADMIN_TOKEN, ISO_RE, randomUUID, startApp, UUID_RE } from '../../support/helpers.js'
+import { freePort } from '../../support/ports.js'
+import { waitFor } from '../../support/poll.js'
 
 const node = await startApp(t)
 const baseUrl = await node.app.listen({ port: 0, host: '127.0.0.1' })

@@ -9,9 +9,9 @@
 import t from 'tap'
 import { createServer, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
-import { checkHeaders, type CheckedHeaders } from '../../../../src/http/checked-headers.js'
-import { nodePieces, writeHeadHeld, writeHeadWithPairs } from '../../../../src/http/node-internals.js'
-import { checkNodeInternals } from '../../../../src/http/node-internals-check.js'
+import { checkHeaders, type CheckedHeaders } from '../../../src/http/checked-headers.js'
+import { nodePieces, writeHeadHeld, writeHeadWithPairs } from '../../../src/http/node-internals.js'
+import { checkNodeInternals } from '../../../src/http/node-internals-check.js'
 
 const heldHeadersSymbol = nodePieces().outHeaders
 const writeCheckedHead = (response: ServerResponse, status: number, headers: CheckedHeaders) => writeHeadHeld(heldHeadersSymbol!)(response, status, headers)

@@ -18,7 +18,7 @@ import {
   startApp,
   verify,
   type Tenant,
-} from '../../../support/helpers.js'
+} from '../../support/helpers.js'
 
 const BODY_LIMIT = 16 * 1024
 const INVALID_JSON = errorBody(400, 'Request body is not valid JSON', 'INVALID_JSON')
