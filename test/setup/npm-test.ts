@@ -10,7 +10,7 @@ import { sideBySide } from './side-by-side.js'
  * runner for the configured plugins side by side (`npm run test:plugins`: tap does that
  * on its own only at the start of a run, whose test files would still load ts-node), runs
  * the two passes side by side (passes.ts), then says which tests did not run and why.
- * Arguments go to both passes: `npm test -- test/system/docs-page.test.ts` runs that file in
+ * Arguments go to both passes: `npm test -- test/system/browser/docs-page.test.ts` runs that file in
  * the passes the store matrix puts it in.
  */
 const prepared = await prepare()

@@ -63,6 +63,12 @@ export function locate(name: ToolName): string | undefined {
 }
 
 /**
+ * Set by test/support/suite.ts to the file it is loading: in a folder that runs as one
+ * process, `process.argv[1]` is the folder's all.test.ts, not the file whose test skipped.
+ */
+export const SUITE_FILE_VARIABLE = 'CHAT_AUTH_TEST_FILE'
+
+/**
  * For tap's `skip` option of a test that runs `names`: false when every one is installed,
  * else the reason, which is also recorded for `npm test`'s summary (not-run.ts).
  */
@@ -70,7 +76,7 @@ export function missing(...names: ToolName[]): string | false {
   const absent = names.filter((name) => locate(name) === undefined)
   if (absent.length === 0) return false
   const reason = `not installed: ${absent.map((name) => `${name} (Debian package ${TOOLS[name].debianPackage})`).join(', ')}`
-  recordNotRun({ file: relative(ROOT, process.argv[1] ?? '?'), tools: absent, reason })
+  recordNotRun({ file: process.env[SUITE_FILE_VARIABLE] ?? relative(ROOT, process.argv[1] ?? '?'), tools: absent, reason })
   return reason
 }
 

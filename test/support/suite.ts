@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
 import { SUITE_FILE } from '../setup/passes.js'
+import { SUITE_FILE_VARIABLE } from '../setup/tools.js'
 
 /**
  * Runs every `*.test.ts` of `dir` in this one process. A test file on its own pays for a
@@ -19,8 +20,15 @@ export function runTestFilesOf(dir: URL): void {
   const files = readdirSync(dir).filter((name) => name.endsWith('.test.ts') && name !== SUITE_FILE).sort()
   if (files.length === 0) throw new Error(`no test files in ${dir.pathname}`)
   for (const file of files) {
-    t.test(new URL(file, dir).pathname.replace(/^.*\/test\//, 'test/'), async () => {
-      await import(new URL(file, dir).href)
+    const name = new URL(file, dir).pathname.replace(/^.*\/test\//, 'test/')
+    t.test(name, async () => {
+      // a test skipped for a missing program is reported under this file's name (tools.ts)
+      process.env[SUITE_FILE_VARIABLE] = name
+      try {
+        await import(new URL(file, dir).href)
+      } finally {
+        delete process.env[SUITE_FILE_VARIABLE]
+      }
     })
   }
 }

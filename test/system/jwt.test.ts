@@ -117,7 +117,7 @@ storeIndependentTest('the two-phase rotation keeps the Redis bus authenticated b
       }
     }
     t.ok(busUnderstands([next, old], [old]) && busUnderstands([old], [next, old]), `${kind}: the one-step rotation still shares the old key on the bus (its tokens are what break)`)
-    t.notOk(busUnderstands([next], [old]), `${kind}: a node without the old key and one without the new one share no bus key (the bad rotation of test/system/redis-bus.test.ts)`)
+    t.notOk(busUnderstands([next], [old]), `${kind}: a node without the old key and one without the new one share no bus key (the bad rotation of test/system/redis/redis-bus.test.ts)`)
   }
   // Asymmetric keys: a public key gives no bus key, so a phase 1 that lists only the new
   // public key and a phase 2 that keeps only the old public key share nothing. docs/operations.md

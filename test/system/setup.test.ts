@@ -49,7 +49,7 @@ t.test('the folder a test is in says how it runs: both stores, once on PostgreSQ
   // A folder with an all.test.ts is one process: that file alone is listed.
   t.ok(pglite.includes('test/stores/api/tokens/all.test.ts') && !pglite.includes('test/stores/api/tokens/token.test.ts'), 'test/stores/api/tokens/ as one process')
   t.ok(postgres.includes('test/unit/all.test.ts') && !postgres.some((file) => file.startsWith('test/unit/') && file !== 'test/unit/all.test.ts'), 'test/unit/ as one process')
-  t.same(filesOf('postgres', ['test/system/docs-page.test.ts', 'test/embedded/lifecycle.test.ts']), ['test/system/docs-page.test.ts'], 'named files: those of the pass')
+  t.same(filesOf('postgres', ['test/system/browser/docs-page.test.ts', 'test/embedded/lifecycle.test.ts']), ['test/system/browser/docs-page.test.ts'], 'named files: those of the pass')
   t.same(filesOf('pglite', ['test/stores/api/tokens/token.test.ts']), ['test/stores/api/tokens/token.test.ts'], 'a file of a folder run as one: alone, in the passes of its folder')
   // Every test file of the repository is in a pass or in a folder run apart.
   const listed = new Set([...pglite, ...postgres])
@@ -61,7 +61,7 @@ t.test('the folder a test is in says how it runs: both stores, once on PostgreSQ
 
 t.test('a test that needs a missing program skips, says why and is recorded', async (t) => {
   for (const [file, tool, skipped] of [
-    ['test/system/docs-page.test.ts', 'chromium', 'Chromium renders /docs'],
+    ['test/system/browser/docs-page.test.ts', 'chromium', 'Chromium renders /docs'],
     ['test/system/proxies/proxies.test.ts', 'caddy', 'the shipped proxy configs'],
   ] as const) {
     const log = scratchLog(t)
@@ -95,7 +95,7 @@ t.test('PostgreSQL that does not answer and cannot be started stops the run befo
 
 t.test('the summary at the end of npm test: which files did not run and why; under CI, a failure', async (t) => {
   const log = scratchLog(t)
-  const docs = { file: 'test/system/docs-page.test.ts', tools: ['chromium'], reason: 'not installed: chromium (Debian package chromium)' }
+  const docs = { file: 'test/system/browser/docs-page.test.ts', tools: ['chromium'], reason: 'not installed: chromium (Debian package chromium)' }
   writeFileSync(log, `${JSON.stringify(docs)}\n${JSON.stringify(docs)}\n`)
   t.same(readNotRun(log), [docs], 'a file recorded twice is listed once')
   t.same(readNotRun(join(log, '..', 'nothing.jsonl')), [], 'no log: every test ran')
@@ -104,7 +104,7 @@ t.test('the summary at the end of npm test: which files did not run and why; und
   const local = notRunSummary([docs], why, false)
   t.same(local.lines, [
     'not run: tests of 1 file, for want of a program',
-    '  test/system/docs-page.test.ts: not installed: chromium (Debian package chromium)',
+    '  test/system/browser/docs-page.test.ts: not installed: chromium (Debian package chromium)',
     'why the setup did not install it:',
     `  chromium: ${why.chromium}`,
   ])

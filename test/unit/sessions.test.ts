@@ -14,7 +14,7 @@ async function until(done: () => boolean): Promise<void> {
 /**
  * The session registry alone (src/sessions/), its changes handed to it as the change
  * pipeline would (src/change-pipeline.ts), its store reads kept in maps: what a change finds, what it costs when it finds nothing, what a
- * failed read does, the expiry heap's order. The real nodes are in test/system/sessions.test.ts.
+ * failed read does, the expiry heap's order. The real nodes are in test/system/nodes/sessions.test.ts.
  */
 const COMPANY = randomUUID()
 const AGENT = randomUUID()

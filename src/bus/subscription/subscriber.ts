@@ -7,7 +7,7 @@ import { connectedAddress, createRedisClient } from '../connection/redis-connect
  * reconnected, resubscribed or replayed by the library — when a connection ends, what it
  * did not deliver is lost, and the next one is a new instance that starts a new epoch.
  *
- * What the lease relies on, checked in ioredis 5's source (and in test/system/redis-bus.test.ts):
+ * What the lease relies on, checked in ioredis 5's source (and in test/system/redis/redis-bus.test.ts):
  * PING is allowed in subscriber mode (Command.FLAGS.VALID_IN_SUBSCRIBER_MODE);
  * `subscribe()` resolves once every channel is confirmed (DataHandler fillSubCommand);
  * `message` events are emitted synchronously as replies are parsed, in order, while a

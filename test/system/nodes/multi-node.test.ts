@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { admin, call, setupCompany, verify } from '../support/http-client.js'
-import { waitFor } from '../support/poll.js'
-import { startGatewayProcess, type GatewayProcess } from '../support/processes.js'
-import { startRedis, type RedisServer } from '../support/services.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { admin, call, setupCompany, verify } from '../../support/http-client.js'
+import { waitFor } from '../../support/poll.js'
+import { startGatewayProcess, type GatewayProcess } from '../../support/processes.js'
+import { startRedis, type RedisServer } from '../../support/services.js'
 
 /**
  * Three real node processes (`node dist/src/cli.js serve`) over the real PostgreSQL

@@ -1,6 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { CLOCK_DRIFT, SLACK_MS, Trust, writerWaitMs } from '../../src/bus/subscription/lease.js'
+import { CLOCK_DRIFT, SLACK_MS, Trust, writerWaitMs } from '../../../src/bus/subscription/lease.js'
 
 /**
  * The lease and trust arithmetic of src/bus/subscription/lease.ts, on simulated clocks. One node and one

@@ -6,9 +6,9 @@
  * both nodes and the sessions each ended. On the embedded store: the one node.
  */
 import t from 'tap'
-import { createTenant, freshPostgresDatabase, startApp, storeIndependentTest, type TestApp } from '../support/helpers.js'
-import { startRedis } from '../support/services.js'
-import { waitFor } from '../support/poll.js'
+import { createTenant, freshPostgresDatabase, startApp, storeIndependentTest, type TestApp } from '../../support/helpers.js'
+import { startRedis } from '../../support/services.js'
+import { waitFor } from '../../support/poll.js'
 
 async function tokenOf(node: TestApp, tenant: { keyId: string; keySecret: string }, userId: string): Promise<{ token: string; user: { id: string } }> {
   const answer = await node.inject({ method: 'POST', url: '/rest/v1/auth/token', payload: { keyId: tenant.keyId, keySecret: tenant.keySecret, userId } })

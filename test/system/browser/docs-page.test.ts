@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { locate, missing } from '../setup/tools.js'
-import { startApp } from '../support/helpers.js'
-import { spawnProcess } from '../support/processes.js'
+import { locate, missing } from '../../setup/tools.js'
+import { startApp } from '../../support/helpers.js'
+import { spawnProcess } from '../../support/processes.js'
 
 /** The page's DOM once its scripts ran (Chromium's virtual time lets them finish, then it prints the DOM). */
 async function renderedDom(url: string): Promise<string> {

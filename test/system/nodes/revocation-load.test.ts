@@ -1,7 +1,7 @@
 import t from 'tap'
 import pg from 'pg'
-import { createTenant, freshPostgresDatabase, issueToken, post, startApp, storeIndependentTest, verify, type TestApp } from '../support/helpers.js'
-import { waitFor } from '../support/poll.js'
+import { createTenant, freshPostgresDatabase, issueToken, post, startApp, storeIndependentTest, verify, type TestApp } from '../../support/helpers.js'
+import { waitFor } from '../../support/poll.js'
 
 /**
  * A node started on a store full of single-token revocations (issue: a node restarted on

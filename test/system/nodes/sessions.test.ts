@@ -2,10 +2,10 @@ import { performance } from 'node:perf_hooks'
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { loadConfig } from '../../src/config.js'
-import { chatAuthPlugin, type ChatSession } from '../../src/plugin.js'
-import { createTenant, decodeToken, forgeHs256, freshPostgresDatabase, hs256Kid, invalidate, issueToken, JWT_SECRET, post, startApp, verify, type Tenant, type TestApp } from '../support/helpers.js'
-import { startTcpProxy } from '../support/tcp-proxy.js'
+import { loadConfig } from '../../../src/config.js'
+import { chatAuthPlugin, type ChatSession } from '../../../src/plugin.js'
+import { createTenant, decodeToken, forgeHs256, freshPostgresDatabase, hs256Kid, invalidate, issueToken, JWT_SECRET, post, startApp, verify, type Tenant, type TestApp } from '../../support/helpers.js'
+import { startTcpProxy } from '../../support/tcp-proxy.js'
 
 /**
  * SPEC §8.1: sessions opened in the in-process verifier (chatAuthPlugin's openChatSession)

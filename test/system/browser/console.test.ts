@@ -15,14 +15,14 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { locate, missing } from '../setup/tools.js'
-import { ADMIN_TOKEN } from '../support/constants.js'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { admin, call, setupCompany, verify } from '../support/http-client.js'
-import { startGatewayProcess } from '../support/processes.js'
-import { startRedis, type RedisServer } from '../support/services.js'
+import { locate, missing } from '../../setup/tools.js'
+import { ADMIN_TOKEN } from '../../support/constants.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { admin, call, setupCompany, verify } from '../../support/http-client.js'
+import { startGatewayProcess } from '../../support/processes.js'
+import { startRedis, type RedisServer } from '../../support/services.js'
 
-const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url))
+const DOCS = fileURLToPath(new URL('../../../docs/', import.meta.url))
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === '1'
 const FORBIDDEN = { statusCode: 403, message: 'Insufficient role', code: 'FORBIDDEN' }
 /** every button a write would start from, by its label */

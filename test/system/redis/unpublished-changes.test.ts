@@ -1,11 +1,11 @@
 import t from 'tap'
-import { createPostgresDb } from '../../src/store/db.js'
-import { migrate } from '../../src/store/migrate.js'
-import { createStore } from '../../src/store/store.js'
-import { createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, storeIndependentTest, verify, type TestApp } from '../support/helpers.js'
-import { waitFor } from '../support/poll.js'
-import { startRedis, type RedisServer } from '../support/services.js'
-import { startTcpProxy } from '../support/tcp-proxy.js'
+import { createPostgresDb } from '../../../src/store/db.js'
+import { migrate } from '../../../src/store/migrate.js'
+import { createStore } from '../../../src/store/store.js'
+import { createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, storeIndependentTest, verify, type TestApp } from '../../support/helpers.js'
+import { waitFor } from '../../support/poll.js'
+import { startRedis, type RedisServer } from '../../support/services.js'
+import { startTcpProxy } from '../../support/tcp-proxy.js'
 
 /**
  * A change that committed but was never published — its writer died between commit and

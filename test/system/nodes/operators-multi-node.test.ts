@@ -1,8 +1,8 @@
 import t from 'tap'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { admin, call, setupCompany } from '../support/http-client.js'
-import { startGatewayProcess, type GatewayProcess } from '../support/processes.js'
-import { startRedis, type RedisServer } from '../support/services.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { admin, call, setupCompany } from '../../support/http-client.js'
+import { startGatewayProcess, type GatewayProcess } from '../../support/processes.js'
+import { startRedis, type RedisServer } from '../../support/services.js'
 
 /**
  * SPEC §10.1, §10.3 across nodes: two real node processes (`chat-auth serve`) over the real

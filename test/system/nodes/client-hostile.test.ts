@@ -6,8 +6,8 @@
  */
 import { gzipSync } from 'node:zlib'
 import t, { type Test } from 'tap'
-import { ChatAuthClient, ChatAuthError, CLIENT_CODES } from '../../src/client/index.js'
-import { answerJson, hostileServer, redirectTo, writeBytes, type HostileServer } from '../support/hostile-http.js'
+import { ChatAuthClient, ChatAuthError, CLIENT_CODES } from '../../../src/client/index.js'
+import { answerJson, hostileServer, redirectTo, writeBytes, type HostileServer } from '../../support/hostile-http.js'
 
 const SECRET = 'sk_secret_that_must_stay_home'
 const ADMIN = 'admin-token-that-must-stay-home-0123456789'

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { Redis } from 'ioredis'
-import { createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify, type TestApp } from '../support/helpers.js'
-import { sleep, waitFor } from '../support/poll.js'
+import { createTenant, freshPostgresDatabase, invalidate, issueToken, startApp, verify, type TestApp } from '../../support/helpers.js'
+import { sleep, waitFor } from '../../support/poll.js'
 
 /**
  * An attacker with access to the deployment's Redis (but not its keys) publishes on the

@@ -1,10 +1,10 @@
 import t from 'tap'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { admin, call, setupCompany } from '../support/http-client.js'
-import { startGatewayProcess, type GatewayProcess } from '../support/processes.js'
-import { startRedis, type RedisServer } from '../support/services.js'
-import { waitFor } from '../support/poll.js'
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { admin, call, setupCompany } from '../../support/http-client.js'
+import { startGatewayProcess, type GatewayProcess } from '../../support/processes.js'
+import { startRedis, type RedisServer } from '../../support/services.js'
+import { waitFor } from '../../support/poll.js'
+import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js'
 
 /**
  * SPEC §9.3, "with many nodes, one node delivers each attempt": two node processes over one

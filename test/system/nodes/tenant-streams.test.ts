@@ -12,11 +12,11 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { call, setupCompany } from '../support/http-client.js'
-import { waitFor } from '../support/poll.js'
-import { spawnNode, startGatewayProcess, type GatewayProcess } from '../support/processes.js'
-import { startRedis } from '../support/services.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { call, setupCompany } from '../../support/http-client.js'
+import { waitFor } from '../../support/poll.js'
+import { spawnNode, startGatewayProcess, type GatewayProcess } from '../../support/processes.js'
+import { startRedis } from '../../support/services.js'
 
 interface Company {
   companyId: string
@@ -24,7 +24,7 @@ interface Company {
   keySecret: string
 }
 
-const STREAM_READERS = fileURLToPath(new URL('../support/stream-readers-process.mjs', import.meta.url))
+const STREAM_READERS = fileURLToPath(new URL('../../support/stream-readers-process.mjs', import.meta.url))
 
 /** What test/support/stream-readers-process.mjs says of each stream it reads. */
 interface ReaderStream {
