@@ -7,7 +7,8 @@ import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { filesOf } from '../setup/passes.js'
 import { Failures } from '../setup/failures.js'
-import { notRunSummary, readNotRun } from '../setup/not-run.js'
+import { NOT_RUN_LOG_VARIABLE, notRunSummary, readNotRun } from '../setup/not-run.js'
+import { missing, PRETEND_MISSING_VARIABLE, SUITE_FILE_VARIABLE } from '../setup/tools.js'
 import { freePort } from '../support/ports.js'
 import { ROOT } from '../support/processes.js'
 
@@ -41,7 +42,8 @@ t.test('the folder a test is in says how it runs: both stores, once on PostgreSQ
   const everywhere = (folder: string) => (file: string) => file.startsWith(folder + '/')
   t.ok(pglite.some(everywhere('test/stores')) && postgres.some(everywhere('test/stores')), 'test/stores/ runs in both passes')
   t.same(pglite.filter(everywhere('test/stores')), postgres.filter(everywhere('test/stores')), 'the same files in both')
-  t.ok(postgres.includes('test/system/compose.test.ts') && !pglite.some(everywhere('test/system')), 'test/system/ runs once, in the PostgreSQL pass')
+  t.ok(postgres.includes('test/system/deploy/all.test.ts') && !pglite.some(everywhere('test/system')), 'test/system/ runs once, in the PostgreSQL pass')
+  t.ok(postgres.includes('test/in-process/verify/all.test.ts') && !pglite.some(everywhere('test/in-process')), 'test/in-process/ runs once, in the PostgreSQL pass')
   t.ok(pglite.includes('test/embedded/lifecycle.test.ts') && !postgres.some(everywhere('test/embedded')), 'test/embedded/ runs once, in the PGlite pass')
   t.ok(postgres.includes('test/system/proxies/proxies.test.ts'), 'a folder below is found too')
   t.notOk([...pglite, ...postgres].some((file) => /\/support\//.test(file)), 'support/ holds no test')
@@ -70,6 +72,23 @@ t.test('a test that needs a missing program skips, says why and is recorded', as
     t.match(output, new RegExp(`ok 1 - ${skipped}.* # SKIP not installed: ${tool} \\(Debian package ${tool}\\)`), `${file}: skips with the reason`)
     t.same(readNotRun(log), [{ file, tools: [tool], reason: `not installed: ${tool} (Debian package ${tool})` }], `${file}: recorded for the summary`)
   }
+})
+
+t.test('in a folder run as one process, a skip is recorded under the file whose test skipped, not the folder', async (t) => {
+  const log = scratchLog(t)
+  const file = 'test/system/browser/docs-page.test.ts'
+  const saved = { log: process.env[NOT_RUN_LOG_VARIABLE], pretend: process.env[PRETEND_MISSING_VARIABLE], file: process.env[SUITE_FILE_VARIABLE] }
+  t.teardown(() => {
+    for (const [name, value] of [[NOT_RUN_LOG_VARIABLE, saved.log], [PRETEND_MISSING_VARIABLE, saved.pretend], [SUITE_FILE_VARIABLE, saved.file]] as const) {
+      if (value === undefined) delete process.env[name]
+      else process.env[name] = value
+    }
+  })
+  // what test/support/suite.ts sets while it loads a file of test/system/browser/
+  Object.assign(process.env, { [NOT_RUN_LOG_VARIABLE]: log, [PRETEND_MISSING_VARIABLE]: 'chromium', [SUITE_FILE_VARIABLE]: file })
+  const reason = 'not installed: chromium (Debian package chromium)'
+  t.equal(missing('chromium'), reason, 'the skip says why')
+  t.same(readNotRun(log), [{ file, tools: ['chromium'], reason }], 'recorded under the file that skipped')
 })
 
 t.test('the setup starts a local Redis that does not answer, and installs nothing it is told it cannot, saying so', async (t) => {

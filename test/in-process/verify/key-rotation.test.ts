@@ -9,7 +9,7 @@ import { createTenant, decodeToken, errorBody, issueToken, post, sharedDb, start
  * verify-only second key everywhere (`[old, new]`), phase 2 puts it first (`[new, old]`).
  * Nodes are restarted one at a time, so every step has a node of each phase beside the
  * other. The nodes share one in-process bus, as nodes over Redis share the channel (that the
- * Redis bus's message keys still match in every phase is checked in test/system/jwt.test.ts).
+ * Redis bus's message keys still match in every phase is checked in test/system/deploy/jwt.test.ts).
  */
 const OLD = { alg: 'HS256', secret: 'the-old-signing-secret-of-the-rotation-test-0123' }
 const NEW = { alg: 'HS256', secret: 'the-new-signing-secret-of-the-rotation-test-4567' }

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { ConfigError, loadConfig, parseDuration, VARIABLES } from '../../src/config.js'
+import { ConfigError, loadConfig, parseDuration, VARIABLES } from '../../../src/config.js'
 
 t.test('defaults (SPEC §5)', async (t) => {
   const config = loadConfig({})
@@ -234,7 +234,7 @@ t.test('limits: defaults and accepted values', async (t) => {
 })
 
 t.test('a key of another algorithm stops the boot before any store is touched', async (t) => {
-  const cli = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.url))
+  const cli = fileURLToPath(new URL('../../../dist/src/cli.js', import.meta.url))
   // Nothing listens on port 1: reaching the database would be a different error, after seconds.
   const env = { PATH: process.env.PATH, DATABASE_URL: 'postgres://root@127.0.0.1:1/none', JWT_ALGORITHM: 'ES256', JWT_PRIVATE_KEY: ED25519_PEM }
   const result = spawnSync(process.execPath, [cli, 'serve'], { env, encoding: 'utf8', timeout: 20_000 })
@@ -246,7 +246,7 @@ t.test('a key of another algorithm stops the boot before any store is touched', 
 })
 
 t.test('the CLI refuses to start on a bad value and names it', async (t) => {
-  const cli = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.url))
+  const cli = fileURLToPath(new URL('../../../dist/src/cli.js', import.meta.url))
   const result = spawnSync(process.execPath, [cli, 'serve'], { env: { PATH: process.env.PATH, PORT: 'abc' }, encoding: 'utf8', timeout: 20_000 })
   t.equal(result.status, 1)
   t.match(result.stderr, /configuration error: PORT: expected an integer/)

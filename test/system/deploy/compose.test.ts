@@ -2,9 +2,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { CONFIG_VARIABLES, loadConfig, VARIABLES, type Variable } from '../../src/config.js'
+import { CONFIG_VARIABLES, loadConfig, VARIABLES, type Variable } from '../../../src/config.js'
 
-const root = new URL('../../', import.meta.url)
+const root = new URL('../../../', import.meta.url)
 
 /** The `environment:` block of the gateway service in docker-compose.yml, as name → value. */
 function gatewayEnvironment(): Record<string, string> {

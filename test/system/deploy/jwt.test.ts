@@ -1,8 +1,8 @@
 import { createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto'
 import t from 'tap'
-import { createMessageCodec, deriveBusKeys } from '../../src/bus/messages/messages.js'
-import type { JwtKeyConfig } from '../../src/config.js'
-import { createTenant, decodeToken, forgeHs256, issueToken, JWT_SECRET, nowSeconds, sharedDb, startApp, storeIndependentTest, verify } from '../support/helpers.js'
+import { createMessageCodec, deriveBusKeys } from '../../../src/bus/messages/messages.js'
+import type { JwtKeyConfig } from '../../../src/config.js'
+import { createTenant, decodeToken, forgeHs256, issueToken, JWT_SECRET, nowSeconds, sharedDb, startApp, storeIndependentTest, verify } from '../../support/helpers.js'
 
 const pem = (type: 'ec' | 'ed25519' | 'rsa') => {
   const options = type === 'ec' ? { namedCurve: 'P-256' } : type === 'rsa' ? { modulusLength: 2048 } : {}

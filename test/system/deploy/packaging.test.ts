@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url'
 import semver from 'semver'
 import t from 'tap'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
+const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'))
 
 t.test('npm pack ships what a user runs, and nothing else', async (t) => {
   // --ignore-scripts: dist/ is built by `npm test`; the file list is what matters here.
@@ -56,10 +56,10 @@ const pinnedVersion = (name: string): string | undefined => Object.values(pkg.ov
 t.test('the pinned dependencies still provide what their users call', async (t) => {
   const require = createRequire(import.meta.url)
   for (const { name, user, calls } of PINNED) {
-    const source = readFileSync(new URL(`../../node_modules/${user}`, import.meta.url), 'utf8')
+    const source = readFileSync(new URL(`../../../node_modules/${user}`, import.meta.url), 'utf8')
     const imported = new RegExp(`\\{[^}]*\\b${calls}\\b[^}]*\\}\\s*=\\s*require\\('([^']+)'\\)`).exec(source)
     t.ok(imported, `${user} takes ${calls} from require()`)
-    const resolved = require.resolve(imported?.[1] ?? 'missing', { paths: [fileURLToPath(new URL(`../../node_modules/${user}`, import.meta.url))] })
+    const resolved = require.resolve(imported?.[1] ?? 'missing', { paths: [fileURLToPath(new URL(`../../../node_modules/${user}`, import.meta.url))] })
     // Wherever npm put it (nested, or hoisted when nothing else wants another version): the pinned version.
     const packageFile = resolved.slice(0, resolved.lastIndexOf(`/node_modules/${name}/`) + `/node_modules/${name}/`.length) + 'package.json'
     t.equal(JSON.parse(readFileSync(packageFile, 'utf8')).version, pinnedVersion(name), `${user} resolves the pinned ${name} (${packageFile})`)
@@ -73,7 +73,7 @@ t.test('engines is true: every installed package supports the oldest Node versio
   const oldest = ['20.0.0', '21.0.0', '22.0.0', '23.0.0', '24.0.0'].map((v) => semver.minSatisfying([...versionsFrom(v)], range)).filter((v): v is string => v !== null)
   t.ok(oldest.length > 0, `${range} admits some Node version`)
   t.ok(oldest.every((v) => semver.gte(v, '20.12.0')), 'crypto.hash (used for every key secret) exists from Node 20.12')
-  const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8'))
+  const lock = JSON.parse(readFileSync(new URL('../../../package-lock.json', import.meta.url), 'utf8'))
   const refused: string[] = []
   for (const [path, info] of Object.entries<{ engines?: { node?: string } }>(lock.packages)) {
     const wants = info.engines?.node

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { createPostgresDb, type Db } from '../../src/store/db.js'
-import { migrate, MIGRATIONS_DIR } from '../../src/store/migrate.js'
-import { freshPostgresDatabase } from '../support/databases.js'
-import { migratedPglite } from '../support/pglite-template.js'
+import { createPostgresDb, type Db } from '../../../src/store/db.js'
+import { migrate, MIGRATIONS_DIR } from '../../../src/store/migrate.js'
+import { freshPostgresDatabase } from '../../support/databases.js'
+import { migratedPglite } from '../../support/pglite-template.js'
 
 const files = readdirSync(MIGRATIONS_DIR).filter((name) => /^\d+_.+\.sql$/.test(name)).sort()
 
