@@ -444,7 +444,9 @@ storeIndependentTest('serve off a terminal: every log line is JSON, the first-ru
     teardown: t.teardown.bind(t),
     timeoutMs: 120_000,
   })
-  const output = await waitFor('the first-run notice', () => node.output(), { until: (text) => text.includes('keySecret'), timeoutMs: 30_000 })
+  // Off a terminal the log lines go out through pino's asynchronous writer and the notice
+  // straight to stdout, so on a busy machine either can come first: wait for both.
+  const output = await waitFor('the first-run notice and the listening line', () => node.output(), { until: (text) => text.includes('keySecret') && text.includes('"msg":"chat-auth listening"'), timeoutMs: 30_000 })
   t.notMatch(output, /\u001b|│|┌/, 'no colour and no frame')
   const logLines = output.split('\n').filter((line) => line.startsWith('{'))
   const parsed = logLines.map((line) => JSON.parse(line) as { level?: unknown; msg?: unknown })
