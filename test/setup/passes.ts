@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 /**
@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
  * | `test/stores/` | in both passes: its tests use the pass's store (PGlite, then PostgreSQL), and what they assert depends on it: rows written and read back, versions, the event log, the outbox |
  * | `test/in-process/` | once, in the PostgreSQL pass: nodes in the test's process, where which store holds the rows changes nothing asserted (verification, input checks, the client, slow clients) |
  * | `test/system/` | once, in the PostgreSQL pass: real processes, and databases, Redis and peers of their own |
- * | `test/unit/` | once, in the PostgreSQL pass: no store at all |
+ * | `test/unit/` | once, in the PGlite pass (the one that ends first): no store at all |
  * | `test/embedded/` | once, in the PGlite pass: the embedded store's data directory itself |
  * | `test/chaos/`, `test/slow/` | not at all: `npm run test:chaos`, `npm run test:slow` (minutes each) |
  *
@@ -31,9 +31,10 @@ export const SUITE_FILE = 'all.test.ts'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 export const PASSES: Record<Store, { folders: readonly string[]; jobs: number }> = {
-  pglite: { folders: ['test/stores', 'test/embedded'], jobs: 2 },
+  // test/unit/ needs no store: it runs in the pass that ends first.
+  pglite: { folders: ['test/stores', 'test/embedded', 'test/unit'], jobs: 2 },
   // Its files wait most (leases, drains, failovers): a third one at a time fills the cores.
-  postgres: { folders: ['test/stores', 'test/in-process', 'test/system', 'test/unit'], jobs: 3 },
+  postgres: { folders: ['test/stores', 'test/in-process', 'test/system'], jobs: 3 },
 }
 
 /** The test files under `folder`, a folder with an all.test.ts as that one file. */
@@ -51,12 +52,28 @@ export function testFilesIn(folder: string): string[] {
 }
 
 /**
+ * Largest first, by bytes of test code (a folder run as one process counts whole): tap
+ * starts them in this order, and a long file started last would end the pass alone while
+ * the cores it could share stand idle. Size is a rough measure of time, but one that needs
+ * no record of earlier runs.
+ */
+function longestFirst(files: string[]): string[] {
+  const bytes = (file: string) => {
+    if (!file.endsWith(`/${SUITE_FILE}`)) return statSync(join(ROOT, file)).size
+    const dir = join(ROOT, dirname(file))
+    return readdirSync(dir).filter((name) => name.endsWith('.test.ts')).reduce((sum, name) => sum + statSync(join(dir, name)).size, 0)
+  }
+  const sized = files.map((file) => ({ file, size: bytes(file) }))
+  return sized.sort((a, b) => b.size - a.size).map(({ file }) => file)
+}
+
+/**
  * The files of `store`'s pass; with `only`, those of them that it names (a file of a folder
  * that runs as one process is run alone, in the passes its folder runs in).
  */
 export function filesOf(store: Store, only?: string[]): string[] {
   const folders = PASSES[store].folders
-  if (only === undefined) return folders.flatMap(testFilesIn)
+  if (only === undefined) return longestFirst(folders.flatMap(testFilesIn))
   return only.filter((file) => folders.some((folder) => file.startsWith(folder + '/')))
 }
 

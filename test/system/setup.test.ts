@@ -50,7 +50,11 @@ t.test('the folder a test is in says how it runs: both stores, once on PostgreSQ
   t.notOk([...pglite, ...postgres].some((file) => /^test\/(chaos|slow)\//.test(file)), 'the chaos run and the slow tests are not in npm test')
   // A folder with an all.test.ts is one process: that file alone is listed.
   t.ok(pglite.includes('test/stores/api/tokens/all.test.ts') && !pglite.includes('test/stores/api/tokens/token.test.ts'), 'test/stores/api/tokens/ as one process')
-  t.ok(postgres.includes('test/unit/all.test.ts') && !postgres.some((file) => file.startsWith('test/unit/') && file !== 'test/unit/all.test.ts'), 'test/unit/ as one process')
+  t.ok(pglite.includes('test/unit/all.test.ts') && !pglite.some((file) => file.startsWith('test/unit/') && file !== 'test/unit/all.test.ts'), 'test/unit/ as one process')
+  t.notOk(postgres.some(everywhere('test/unit')), 'test/unit/ runs once, in the PGlite pass (no store; that pass ends first)')
+  const size = (file: string) => (file.endsWith('/all.test.ts') ? execFileSync('sh', ['-c', `cat ${file.slice(0, -'all.test.ts'.length)}*.test.ts | wc -c`], { cwd: ROOT, encoding: 'utf8' }) : execFileSync('wc', ['-c', file], { cwd: ROOT, encoding: 'utf8' })).trim().split(/\s+/)[0]
+  const sizes = postgres.map((file) => Number(size(file)))
+  t.same(sizes, [...sizes].sort((a, b) => b - a), 'largest first: tap starts them in that order')
   t.same(filesOf('postgres', ['test/system/browser/docs-page.test.ts', 'test/embedded/lifecycle.test.ts']), ['test/system/browser/docs-page.test.ts'], 'named files: those of the pass')
   t.same(filesOf('pglite', ['test/stores/api/tokens/token.test.ts']), ['test/stores/api/tokens/token.test.ts'], 'a file of a folder run as one: alone, in the passes of its folder')
   // Every test file of the repository is in a pass or in a folder run apart.
