@@ -1,10 +1,10 @@
 import t from 'tap'
-import { freshPostgresDatabase, STORE, type Teardown } from '../support/helpers.js'
-import { admin, call, setupCompany } from '../support/http-client.js'
-import { migratedDataDir } from '../support/pglite-data-dir.js'
-import { startGatewayProcess } from '../support/processes.js'
-import { waitFor } from '../support/poll.js'
-import { startWebhookReceiver } from '../support/webhook-receiver.js'
+import { freshPostgresDatabase, STORE, type Teardown } from '../../support/helpers.js'
+import { admin, call, setupCompany } from '../../support/http-client.js'
+import { migratedDataDir } from '../../support/pglite-data-dir.js'
+import { startGatewayProcess } from '../../support/processes.js'
+import { waitFor } from '../../support/poll.js'
+import { startWebhookReceiver } from '../../support/webhook-receiver.js'
 
 /**
  * SPEC §9.3, "delivery survives restarts": a node process killed with kill -9 while an

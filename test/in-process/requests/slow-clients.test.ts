@@ -9,8 +9,8 @@
 import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
-import { createTenant, issueToken, startApp } from '../support/helpers.js'
-import { enforceRequestDeadlines } from '../../src/http/request-deadline.js'
+import { createTenant, issueToken, startApp } from '../../support/helpers.js'
+import { enforceRequestDeadlines } from '../../../src/http/request-deadline.js'
 
 const REQUEST_TIMEOUT_S = 1
 /** Generous: the timeout, Node's once-a-second check, and a loaded shared machine. */

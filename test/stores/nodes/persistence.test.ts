@@ -1,8 +1,8 @@
 import t from 'tap'
-import { type Teardown, createTenant, freshPostgresDatabase, issueToken, startApp, STORE, verify } from '../support/helpers.js'
-import { admin, call, verify as verifyOverHttp } from '../support/http-client.js'
-import { migratedDataDir } from '../support/pglite-data-dir.js'
-import { startGatewayProcess } from '../support/processes.js'
+import { type Teardown, createTenant, freshPostgresDatabase, issueToken, startApp, STORE, verify } from '../../support/helpers.js'
+import { admin, call, verify as verifyOverHttp } from '../../support/http-client.js'
+import { migratedDataDir } from '../../support/pglite-data-dir.js'
+import { startGatewayProcess } from '../../support/processes.js'
 
 /**
  * A store that outlives the node: a folder for PGlite (migrated already: what the tests

@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
-import { chatAuthPlugin } from '../../src/plugin.js'
-import { createTenant, decodeToken, forgeHs256, freshPostgresDatabase, hs256Kid, invalidate, issueToken, JWT_SECRET, startApp, STORE } from '../support/helpers.js'
-import { migratedPglite } from '../support/pglite-template.js'
+import { loadConfig } from '../../../src/config.js'
+import { chatAuthPlugin } from '../../../src/plugin.js'
+import { createTenant, decodeToken, forgeHs256, freshPostgresDatabase, hs256Kid, invalidate, issueToken, JWT_SECRET, startApp, STORE } from '../../support/helpers.js'
+import { migratedPglite } from '../../support/pglite-template.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -113,7 +113,7 @@ t.test('the plugin joins the gateway over PostgreSQL and Redis, and closes its n
 })
 
 t.test("the live revocation guide's plugin example lets the process exit once the app is closed", async (t) => {
-  const example = [...readFileSync(new URL('../../docs/live-revocation.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
+  const example = [...readFileSync(new URL('../../../docs/live-revocation.md', import.meta.url), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((block) => block.includes('chatAuthPlugin')) ?? ''
   t.match(example, /app\.register\(chatAuthPlugin, \{ config \}\)/, 'the guide registers the plugin with the configuration')
   t.match(example, /\{ onRequest: app\.requireChatToken \}/, 'the guide checks the token on request, before any body is read')
   // The guide's wiring, then a close: the process must end by itself (nothing left open).
@@ -131,7 +131,7 @@ import { pino } from 'pino'
   const env = STORE === 'postgres' ? { DATABASE_URL: await freshPostgresDatabase(t), REDIS_URL, REDIS_PREFIX: `chat-auth-test-plugin-exit-${process.pid}` } : undefined
   if (!env) return t.pass('runs in the PostgreSQL pass')
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    cwd: fileURLToPath(new URL('../../../', import.meta.url)),
     env: { PATH: process.env.PATH, ...env, JWT_SECRET, LOG_LEVEL: 'silent' },
     encoding: 'utf8',
     timeout: 30_000,
